@@ -1,0 +1,1 @@
+"""ACT: action-chunking transformer policy, its data pipeline, training and evaluation."""

@@ -1,0 +1,51 @@
+"""Fixed numbers of the simulated ALOHA: timing, start pose, gripper scaling, names.
+
+Values follow the ACT paper's sim setup (see shared/ACT_FACTS.md); nothing here imports MuJoCo.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+DT = 0.02  # control period (s): 50 Hz
+FPS = 50
+PHYSICS_TIMESTEP = 0.002  # MuJoCo default, Euler; 10 substeps per control step
+EPISODE_LEN = 400  # control steps of a scripted episode, both tasks
+
+TASKS = ("transfer_cube", "insertion")
+MODES = ("joint", "ee")
+RENDER_QUALITIES = ("paper", "fast")
+CAMERAS = ("top", "angle", "front_close", "left_pillar", "right_pillar", "left_wrist", "right_wrist")
+
+# One arm: waist, shoulder, elbow, forearm_roll, wrist_angle, wrist_rotate (rad).
+ARM_JOINTS = ("waist", "shoulder", "elbow", "forearm_roll", "wrist_angle", "wrist_rotate")
+START_ARM_POSE = np.array([0.0, -0.96, 1.16, 0.0, -0.3, 0.0])
+START_FINGER_POS = 0.02239  # metres, left finger; the right finger mirrors it
+
+# Puppet finger slide positions (m) that map to the normalised gripper range [0 closed, 1 open].
+GRIPPER_OPEN = 0.05800
+GRIPPER_CLOSE = 0.01844
+
+# Mocap start poses of the ee env: the gripper links' positions in the start pose.
+INIT_MOCAP_POS_LEFT = np.array([-0.31718881, 0.5, 0.29525084])
+INIT_MOCAP_POS_RIGHT = np.array([0.31718881, 0.49999888, 0.29525084])
+INIT_MOCAP_QUAT = np.array([1.0, 0.0, 0.0, 0.0])
+
+STATE_DIM = 14  # [left arm 6, left gripper, right arm 6, right gripper]
+JOINT_ACTION_DIM = 14
+EE_ACTION_DIM = 16  # per arm [x, y, z, qw, qx, qy, qz, gripper]
+
+
+def normalize_gripper(position: np.ndarray | float) -> np.ndarray | float:
+    """Finger slide position (m) -> normalised gripper value (0 closed, 1 open)."""
+    return (position - GRIPPER_CLOSE) / (GRIPPER_OPEN - GRIPPER_CLOSE)
+
+
+def unnormalize_gripper(value: np.ndarray | float) -> np.ndarray | float:
+    """Normalised gripper value -> finger slide position (m)."""
+    return value * (GRIPPER_OPEN - GRIPPER_CLOSE) + GRIPPER_CLOSE
+
+
+def normalize_gripper_velocity(velocity: np.ndarray | float) -> np.ndarray | float:
+    """Finger slide velocity (m/s) -> normalised units per second."""
+    return velocity / (GRIPPER_OPEN - GRIPPER_CLOSE)

@@ -1,0 +1,194 @@
+"""Scripted experts for the ee env: time-indexed end-effector waypoints, linearly interpolated.
+
+Each expert plans both arms' waypoints from the object poses at step 0 (``env_state``) and the
+initial mocap poses, then returns one 16-number ee action per control step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from envs.constants import EPISODE_LEN, INIT_MOCAP_QUAT
+
+# Mocap orientation with both grippers level and facing the middle of the table (the welds
+# carry the right arm's 180-degree yaw). Waypoint orientations are built from it.
+LEVEL_QUAT = INIT_MOCAP_QUAT
+
+
+def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product of two wxyz quaternions."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return np.array([
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ])
+
+
+def quat_from_axis_angle(axis, degrees: float) -> np.ndarray:
+    """wxyz quaternion of a rotation by ``degrees`` about ``axis``."""
+    axis = np.asarray(axis, dtype=np.float64)
+    half = np.radians(degrees) / 2.0
+    return np.concatenate([[np.cos(half)], np.sin(half) * axis / np.linalg.norm(axis)])
+
+
+@dataclass
+class Waypoint:
+    """Target of one arm at control step ``t``: gripper position, orientation (wxyz), opening 0..1."""
+
+    t: int
+    xyz: np.ndarray
+    quat: np.ndarray
+    gripper: float
+
+
+def interpolate(waypoints: list[Waypoint], t: int) -> np.ndarray:
+    """(8,) [xyz, quat, gripper] at step ``t``, linear between the surrounding waypoints.
+
+    Quaternions are blended linearly and renormalised (nlerp): the rotations between
+    consecutive waypoints are well under 180 degrees, where nlerp and slerp agree closely.
+    """
+    if t <= waypoints[0].t:
+        w = waypoints[0]
+        return np.concatenate([w.xyz, w.quat, [w.gripper]])
+    for prev, nxt in zip(waypoints[:-1], waypoints[1:]):
+        if prev.t <= t <= nxt.t:
+            frac = (t - prev.t) / (nxt.t - prev.t)
+            xyz = prev.xyz + frac * (nxt.xyz - prev.xyz)
+            quat = prev.quat + frac * (nxt.quat - prev.quat)
+            gripper = prev.gripper + frac * (nxt.gripper - prev.gripper)
+            return np.concatenate([xyz, quat / np.linalg.norm(quat), [gripper]])
+    w = waypoints[-1]
+    return np.concatenate([w.xyz, w.quat, [w.gripper]])
+
+
+class ScriptedExpert:
+    """Base class: plan on ``reset(observation)``, then ``action(t)`` for t = 0, 1, ...
+
+    Args:
+        noise: half-width (m) of uniform noise added to every waypoint position after the
+            first, drawn once per episode; 0 gives the nominal expert.
+        seed: seed of the noise draws.
+    """
+
+    def __init__(self, noise: float = 0.0, seed: int | None = None):
+        if noise < 0:
+            raise ValueError(f"expert noise must be >= 0, got {noise}")
+        self.noise = float(noise)
+        self._rng = np.random.RandomState(seed)
+        self.left: list[Waypoint] = []
+        self.right: list[Waypoint] = []
+
+    def plan(self, env_state: np.ndarray, mocap_left: np.ndarray, mocap_right: np.ndarray):
+        """Return (left waypoints, right waypoints) for one episode."""
+        raise NotImplementedError
+
+    def reset(self, observation: dict) -> None:
+        """Plan the episode from the ee env's first observation."""
+        left, right = self.plan(observation["env_state"], observation["mocap_pose_left"],
+                                observation["mocap_pose_right"])
+        if self.noise > 0:
+            for wp in left[1:] + right[1:]:
+                wp.xyz = wp.xyz + self._rng.uniform(-self.noise, self.noise, size=3)
+        self.left, self.right = left, right
+
+    def action(self, t: int) -> np.ndarray:
+        """(16,) ee action for control step ``t``."""
+        if not self.left:
+            raise RuntimeError("call reset(observation) before action(t)")
+        return np.concatenate([interpolate(self.left, t), interpolate(self.right, t)])
+
+
+class TransferCubeExpert(ScriptedExpert):
+    """Right arm grasps the cube from above, lifts it to the middle; left arm takes it over."""
+
+    episode_len = EPISODE_LEN
+
+    def plan(self, env_state, mocap_left, mocap_right):
+        cube = np.asarray(env_state[:3])
+        left_xyz, left_start = np.asarray(mocap_left[:3]), np.asarray(mocap_left[3:])
+        right_xyz, right_start = np.asarray(mocap_right[:3]), np.asarray(mocap_right[3:])
+        right_quat = LEVEL_QUAT
+        # Right gripper pitched 60 degrees down to reach over the cube; left gripper rolled
+        # 90 degrees so its fingers close across the right gripper's fingers at the meeting point.
+        pick_quat = quat_mul(right_quat, quat_from_axis_angle([0, 1, 0], -60))
+        meet_quat = quat_from_axis_angle([1, 0, 0], 90)
+        meet = np.array([0.0, 0.5, 0.25])
+        left = [
+            Waypoint(0, left_xyz, left_start, 0.0),
+            Waypoint(100, meet + [-0.1, 0, -0.02], meet_quat, 1.0),  # approach the meeting point
+            Waypoint(260, meet + [0.02, 0, -0.02], meet_quat, 1.0),  # move in around the cube
+            Waypoint(310, meet + [0.02, 0, -0.02], meet_quat, 0.0),  # close the gripper
+            Waypoint(360, meet + [-0.1, 0, -0.02], meet_quat, 0.0),  # pull the cube to the left
+            Waypoint(400, meet + [-0.1, 0, -0.02], meet_quat, 0.0),  # hold
+        ]
+        right = [
+            Waypoint(0, right_xyz, right_start, 0.0),
+            Waypoint(90, cube + [0, 0, 0.08], pick_quat, 1.0),  # above the cube
+            Waypoint(130, cube + [0, 0, -0.015], pick_quat, 1.0),  # down around it
+            Waypoint(170, cube + [0, 0, -0.015], pick_quat, 0.0),  # close the gripper
+            Waypoint(200, meet + [0.05, 0, 0], right_quat, 0.0),  # carry towards the middle
+            Waypoint(220, meet, right_quat, 0.0),  # present the cube
+            Waypoint(310, meet, right_quat, 1.0),  # let go once the left holds it
+            Waypoint(360, meet + [0.1, 0, 0], right_quat, 1.0),  # back away
+            Waypoint(400, meet + [0.1, 0, 0], right_quat, 1.0),  # hold
+        ]
+        return left, right
+
+
+# Distance between the peg's and the socket's centres along x. Both are 12 cm long and the
+# pin spans the socket's middle 8 cm, so the peg touches the pin below a 10 cm gap.
+PRE_INSERT_GAP = 0.20
+INSERTED_GAP = 0.095
+
+
+class InsertionExpert(ScriptedExpert):
+    """Left arm grasps the socket, right arm the peg; both lift and push the peg into the socket."""
+
+    episode_len = EPISODE_LEN
+
+    def plan(self, env_state, mocap_left, mocap_right):
+        peg, socket = np.asarray(env_state[:3]), np.asarray(env_state[7:10])
+        left_xyz, left_start = np.asarray(mocap_left[:3]), np.asarray(mocap_left[3:])
+        right_xyz, right_start = np.asarray(mocap_right[:3]), np.asarray(mocap_right[3:])
+        pick_right = quat_mul(LEVEL_QUAT, quat_from_axis_angle([0, 1, 0], -60))
+        pick_left = quat_mul(LEVEL_QUAT, quat_from_axis_angle([0, 1, 0], 60))
+        # The grippers keep their picking pitch while carrying: the grasp is rigid, so turning
+        # them level would tilt the peg and socket by 60 degrees in opposite directions.
+        meet = np.array([0.0, 0.5, 0.15])
+        # In hand, the peg's centre sits 1.3 cm below the right TCP and the socket's level with the
+        # left TCP (the TCPs stop where the fingers meet the table): raise the peg to match.
+        lift_right = 0.014
+        left = [
+            Waypoint(0, left_xyz, left_start, 0.0),
+            Waypoint(120, socket + [0, 0, 0.08], pick_left, 1.0),  # above the socket
+            Waypoint(170, socket + [0, 0, -0.03], pick_left, 1.0),  # down around it
+            Waypoint(220, socket + [0, 0, -0.03], pick_left, 0.0),  # close
+            Waypoint(285, meet + [-PRE_INSERT_GAP / 2, 0, 0], pick_left, 0.0),  # line up with the peg
+            Waypoint(340, meet + [-INSERTED_GAP / 2, 0, 0], pick_left, 0.0),  # insert
+            Waypoint(400, meet + [-INSERTED_GAP / 2, 0, 0], pick_left, 0.0),  # hold
+        ]
+        right = [
+            Waypoint(0, right_xyz, right_start, 0.0),
+            Waypoint(120, peg + [0, 0, 0.08], pick_right, 1.0),
+            Waypoint(170, peg + [0, 0, -0.03], pick_right, 1.0),
+            Waypoint(220, peg + [0, 0, -0.03], pick_right, 0.0),
+            Waypoint(285, meet + [PRE_INSERT_GAP / 2, 0, lift_right], pick_right, 0.0),
+            Waypoint(340, meet + [INSERTED_GAP / 2, 0, lift_right], pick_right, 0.0),
+            Waypoint(400, meet + [INSERTED_GAP / 2, 0, lift_right], pick_right, 0.0),
+        ]
+        return left, right
+
+
+EXPERTS: dict[str, type[ScriptedExpert]] = {"transfer_cube": TransferCubeExpert, "insertion": InsertionExpert}
+
+
+def make_expert(task: str, noise: float = 0.0, seed: int | None = None) -> ScriptedExpert:
+    """Scripted expert for ``task`` ('transfer_cube' or 'insertion')."""
+    if task not in EXPERTS:
+        raise ValueError(f"unknown task {task!r}; valid: {', '.join(EXPERTS)}")
+    return EXPERTS[task](noise=noise, seed=seed)

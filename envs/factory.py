@@ -1,0 +1,69 @@
+"""``make_env``: the one way to build an ALOHA sim environment (also Hydra's ``_target_``)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from envs.constants import CAMERAS, EPISODE_LEN, MODES, RENDER_QUALITIES, TASKS
+from envs.insertion import InsertionTask
+from envs.scene import load_physics
+from envs.task import AlohaEnv, BimanualTask
+from envs.transfer_cube import TransferCubeTask
+
+TASK_CLASSES: dict[str, type[BimanualTask]] = {"transfer_cube": TransferCubeTask, "insertion": InsertionTask}
+
+
+def _check_choice(kind: str, value, valid: Sequence[str]) -> None:
+    if value not in valid:
+        raise ValueError(f"unknown {kind} {value!r}; valid: {', '.join(valid)}")
+
+
+def validate_cameras(cameras: Sequence[str] | str | None) -> tuple[str, ...]:
+    """Normalise a camera list, rejecting unknown names and duplicates."""
+    if cameras is None:
+        return ()
+    if isinstance(cameras, str):
+        cameras = [cameras]
+    cameras = tuple(str(c) for c in cameras)
+    for cam in cameras:
+        _check_choice("camera", cam, CAMERAS)
+    if len(set(cameras)) != len(cameras):
+        raise ValueError(f"cameras listed twice in {list(cameras)}")
+    return cameras
+
+
+def validate_image_size(image_size: Sequence[int]) -> tuple[int, int]:
+    """(H, W) as two positive ints, or a ``ValueError`` that says what was given."""
+    try:
+        height, width = (int(v) for v in image_size)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"image_size must be [height, width], got {image_size!r}") from err
+    if height <= 0 or width <= 0 or [height, width] != [float(v) for v in image_size]:
+        raise ValueError(f"image_size must be two positive integers [height, width], got {list(image_size)}")
+    return height, width
+
+
+def make_env(task: str, mode: str = "joint", cameras: Sequence[str] | None = ("top",),
+             image_size: Sequence[int] = (480, 640), render_quality: str = "fast",
+             seed: int | None = None, episode_len: int = EPISODE_LEN) -> AlohaEnv:
+    """Build a 50 Hz ALOHA environment.
+
+    Args:
+        task: 'transfer_cube' or 'insertion'.
+        mode: 'joint' (14 absolute joint targets) or 'ee' (16 numbers, mocap end effectors).
+        cameras: names to render each step into ``observation['images']`` (empty: no rendering).
+        image_size: (H, W) of each image.
+        render_quality: 'paper' (shadows, 4x MSAA as shipped) or 'fast' (neither).
+        seed: seed of the object-pose stream; ``env.reset(seed=...)`` overrides it per episode.
+        episode_len: control steps before the environment reports the last step.
+    """
+    _check_choice("task", task, TASKS)
+    _check_choice("mode", mode, MODES)
+    _check_choice("render_quality", render_quality, RENDER_QUALITIES)
+    cameras = validate_cameras(cameras)
+    image_size = validate_image_size(image_size)
+    if int(episode_len) <= 0:
+        raise ValueError(f"episode_len must be positive, got {episode_len}")
+    physics = load_physics(task, mode, render_quality, max_image_size=image_size)
+    env_task = TASK_CLASSES[task](mode=mode, cameras=cameras, image_size=image_size, seed=seed)
+    return AlohaEnv(physics, env_task, episode_len=int(episode_len))

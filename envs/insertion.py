@@ -1,0 +1,48 @@
+"""Insertion: the left arm picks up a socket, the right arm a peg, and they meet mid-air."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from envs.task import BimanualTask
+
+PEG_X_RANGE = (0.1, 0.2)
+SOCKET_X_RANGE = (-0.2, -0.1)
+Y_RANGE = (0.4, 0.6)
+OBJECT_Z = 0.05
+
+LEFT_FINGER = "vx300s_left/10_left_gripper_finger"
+RIGHT_FINGER = "vx300s_right/10_right_gripper_finger"
+SOCKET_GEOMS = ("socket-1", "socket-2", "socket-3", "socket-4")
+
+
+class InsertionTask(BimanualTask):
+    """Reward: 1 left gripper touches the socket and right touches the peg; 2 both grasped
+    and lifted off the table; 3 peg touches socket with both in the air; 4 peg touches the
+    pin inside the socket (inserted)."""
+
+    name = "insertion"
+    object_joints = ("red_peg_joint", "blue_socket_joint")
+
+    def sample_object_poses(self, rng: np.random.RandomState) -> np.ndarray:
+        peg = [rng.uniform(*PEG_X_RANGE), rng.uniform(*Y_RANGE), OBJECT_Z, 1.0, 0.0, 0.0, 0.0]
+        socket = [rng.uniform(*SOCKET_X_RANGE), rng.uniform(*Y_RANGE), OBJECT_Z, 1.0, 0.0, 0.0, 0.0]
+        return np.array(peg + socket)
+
+    def reward_from_contacts(self, touching) -> int:
+        touch_left = any(touching(g, LEFT_FINGER) for g in SOCKET_GEOMS)
+        touch_right = touching("red_peg", RIGHT_FINGER)
+        peg_on_table = touching("red_peg", "table")
+        socket_on_table = any(touching(g, "table") for g in SOCKET_GEOMS)
+        in_air = not peg_on_table and not socket_on_table
+        peg_touches_socket = any(touching("red_peg", g) for g in SOCKET_GEOMS)
+        reward = 0
+        if touch_left and touch_right:
+            reward = 1
+        if touch_left and touch_right and in_air:
+            reward = 2
+        if peg_touches_socket and in_air:
+            reward = 3
+        if touching("red_peg", "pin"):
+            reward = 4
+        return reward

@@ -1,0 +1,42 @@
+"""Transfer cube: the right arm picks up a red cube and hands it to the left arm."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from envs.task import BimanualTask
+
+CUBE_X_RANGE = (0.0, 0.2)
+CUBE_Y_RANGE = (0.4, 0.6)
+CUBE_Z = 0.05
+
+LEFT_FINGER = "vx300s_left/10_left_gripper_finger"
+RIGHT_FINGER = "vx300s_right/10_right_gripper_finger"
+
+
+class TransferCubeTask(BimanualTask):
+    """Reward: 1 right gripper touches the cube; 2 lifted by the right (off the table);
+    3 left gripper touches it; 4 held by the left and off the table (transferred)."""
+
+    name = "transfer_cube"
+    object_joints = ("red_box_joint",)
+
+    def sample_object_poses(self, rng: np.random.RandomState) -> np.ndarray:
+        x = rng.uniform(*CUBE_X_RANGE)
+        y = rng.uniform(*CUBE_Y_RANGE)
+        return np.array([x, y, CUBE_Z, 1.0, 0.0, 0.0, 0.0])
+
+    def reward_from_contacts(self, touching) -> int:
+        touch_left = touching("red_box", LEFT_FINGER)
+        touch_right = touching("red_box", RIGHT_FINGER)
+        on_table = touching("red_box", "table")
+        reward = 0
+        if touch_right:
+            reward = 1
+        if touch_right and not on_table:
+            reward = 2
+        if touch_left:
+            reward = 3
+        if touch_left and not on_table:
+            reward = 4
+        return reward
