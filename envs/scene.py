@@ -14,7 +14,7 @@ from envs.constants import RENDER_QUALITIES
 
 # Weld stiffness for the mocap -> gripper_link constraints of the ee scenes (see fix_mocap_welds).
 WELD_SOLREF = (0.01, 1.0)
-WELD_SOLIMP = (0.95, 0.99, 0.001, 0.5, 2.0)
+WELD_SOLIMP = (0.99, 0.999, 0.001, 0.5, 2.0)
 
 
 def assets_dir() -> Path:
@@ -48,7 +48,7 @@ def fix_mocap_welds(physics: mujoco.Physics) -> None:
     we keep it. What fails on current MuJoCo is the stiffness: with solimp (0.25, 0.25) the weld
     is too soft to drag the arm against its joints' dry friction (frictionloss 30-60 N m), so
     the TCP trails its target by up to 10 cm while moving and the fingers close above and
-    beside the cube. A near-hard weld (impedance 0.95-0.99, 10 ms time constant, stable at the
+    beside the cube. A near-hard weld (impedance 0.99-0.999, 10 ms time constant, stable at the
     2 ms timestep) tracks within 2 mm.
     """
     model = physics.model

@@ -1,0 +1,38 @@
+"""Episode outcome statistics shared by scripted rollouts and policy evaluation."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+
+def wilson_interval(successes: int, trials: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (95% by default); (0, 1) for no trials."""
+    if trials <= 0:
+        return 0.0, 1.0
+    p = successes / trials
+    denom = 1.0 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / denom
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def summarize(max_rewards: Sequence[int], max_reward: int = 4) -> dict:
+    """Success rate (max reward == ``max_reward``) with its 95% Wilson interval, and per-stage rates.
+
+    ``stage_rates[str(k)]`` is the share of episodes whose max reward reached at least k.
+    """
+    rewards = np.asarray(max_rewards, dtype=np.int64)
+    n = int(rewards.size)
+    successes = int((rewards >= max_reward).sum())
+    low, high = wilson_interval(successes, n)
+    return {
+        "num_episodes": n,
+        "successes": successes,
+        "success_rate": successes / n if n else 0.0,
+        "success_rate_ci95": [low, high],
+        "stage_rates": {str(k): float((rewards >= k).mean()) if n else 0.0 for k in range(1, max_reward + 1)},
+        "mean_max_reward": float(rewards.mean()) if n else 0.0,
+    }

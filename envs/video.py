@@ -1,0 +1,47 @@
+"""Writing rollouts to mp4: cameras side by side, H.264 through imageio's bundled ffmpeg."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from envs.constants import FPS
+from envs.io import atomic_path
+
+
+def tile(images: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Put same-height (H, W, 3) uint8 camera images side by side -> (H, sum W, 3)."""
+    frames = list(images.values())
+    if not frames:
+        raise ValueError("no camera images to tile")
+    return np.concatenate(frames, axis=1)
+
+
+def _even(frame: np.ndarray) -> np.ndarray:
+    """Pad (H, W, 3) to even H and W: H.264 in yuv420p needs both even."""
+    pad_h, pad_w = frame.shape[0] % 2, frame.shape[1] % 2
+    if pad_h or pad_w:
+        frame = np.pad(frame, ((0, pad_h), (0, pad_w), (0, 0)))
+    return frame
+
+
+def write_mp4(path: str | Path, frames: Iterable[np.ndarray], fps: int = FPS) -> Path:
+    """Encode (H, W, 3) uint8 frames to ``path`` (written atomically); return the path."""
+    import imageio.v2 as imageio
+
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        writer = imageio.get_writer(tmp, format="FFMPEG", mode="I", fps=fps, codec="libx264",
+                                    pixelformat="yuv420p", macro_block_size=1, quality=7)
+        count = 0
+        try:
+            for frame in frames:
+                writer.append_data(_even(np.asarray(frame, dtype=np.uint8)))
+                count += 1
+        finally:
+            writer.close()
+        if count == 0:
+            raise ValueError(f"no frames to write to {path}")
+    return path
