@@ -6,6 +6,7 @@ A subclass names its object joints, draws object poses, and scores contacts (0..
 from __future__ import annotations
 
 import collections
+import os
 from typing import Sequence
 
 import numpy as np
@@ -184,7 +185,14 @@ class BimanualTask(base.Task):
         cam = self._camera_cache.get(camera)
         if cam is None:
             height, width = self.image_size
-            cam = Camera(physics, height=height, width=width, camera_id=camera)
+            try:
+                cam = Camera(physics, height=height, width=width, camera_id=camera)
+            except Exception as err:  # noqa: BLE001 - GL setup fails with many error types
+                backend = os.environ.get("MUJOCO_GL", "(unset)")
+                raise RuntimeError(
+                    f"could not render camera {camera!r} with MUJOCO_GL={backend}: {err}. Headless machines "
+                    "need EGL (Debian: libegl1 libgl1-mesa-dri) or OSMesa (libosmesa6, then MUJOCO_GL=osmesa); "
+                    "see the README's 'Rendering' section.") from err
             self._camera_cache[camera] = cam
         return cam.render()
 
