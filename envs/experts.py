@@ -38,12 +38,14 @@ def quat_from_axis_angle(axis, degrees: float) -> np.ndarray:
 
 @dataclass
 class Waypoint:
-    """Target of one arm at control step ``t``: gripper position, orientation (wxyz), opening 0..1."""
+    """Target of one arm at control step ``t``: tool point, orientation (wxyz), opening 0..1."""
 
     t: int
     xyz: np.ndarray
     quat: np.ndarray
     gripper: float
+    group: str = ""  # waypoints of one group share one noise offset (they must stay aligned)
+    noisy: bool = True  # False: exact even with noise (grasps, where the object sits in the hand)
 
 
 def interpolate(waypoints: list[Waypoint], t: int) -> np.ndarray:
@@ -71,7 +73,9 @@ class ScriptedExpert:
 
     Args:
         noise: half-width (m) of uniform noise added to every waypoint position after the
-            first, drawn once per episode; 0 gives the nominal expert.
+            first, drawn once per episode. Grasps stay exact (they set where the object sits in
+            the hand) and waypoints that must stay aligned (the hand-over, the insertion) share
+            one draw per group. 0 gives the nominal expert.
         seed: seed of the noise draws.
     """
 
@@ -92,8 +96,17 @@ class ScriptedExpert:
         left, right = self.plan(observation["env_state"], observation["mocap_pose_left"],
                                 observation["mocap_pose_right"])
         if self.noise > 0:
+            offsets: dict[str, np.ndarray] = {}
             for wp in left[1:] + right[1:]:
-                wp.xyz = wp.xyz + self._rng.uniform(-self.noise, self.noise, size=3)
+                if not wp.noisy:
+                    continue
+                if not wp.group:
+                    offset = self._rng.uniform(-self.noise, self.noise, size=3)
+                else:
+                    if wp.group not in offsets:
+                        offsets[wp.group] = self._rng.uniform(-self.noise, self.noise, size=3)
+                    offset = offsets[wp.group]
+                wp.xyz = wp.xyz + offset
         self.left, self.right = left, right
 
     def action(self, t: int) -> np.ndarray:
@@ -121,19 +134,19 @@ class TransferCubeExpert(ScriptedExpert):
         left = [
             Waypoint(0, left_xyz, left_start, 0.0),
             Waypoint(100, meet + [-0.1, 0, -0.02], meet_quat, 1.0),  # approach the meeting point
-            Waypoint(260, meet + [0.02, 0, -0.02], meet_quat, 1.0),  # move in around the cube
-            Waypoint(310, meet + [0.02, 0, -0.02], meet_quat, 0.0),  # close the gripper
+            Waypoint(260, meet + [0.02, 0, -0.02], meet_quat, 1.0, "handover"),  # move in around the cube
+            Waypoint(310, meet + [0.02, 0, -0.02], meet_quat, 0.0, "handover"),  # close the gripper
             Waypoint(360, meet + [-0.1, 0, -0.02], meet_quat, 0.0),  # pull the cube to the left
             Waypoint(400, meet + [-0.1, 0, -0.02], meet_quat, 0.0),  # hold
         ]
         right = [
             Waypoint(0, right_xyz, right_start, 0.0),
             Waypoint(90, cube + [0, 0, 0.08], pick_quat, 1.0),  # above the cube
-            Waypoint(130, cube + [0, 0, -0.015], pick_quat, 1.0),  # down around it
-            Waypoint(170, cube + [0, 0, -0.015], pick_quat, 0.0),  # close the gripper
+            Waypoint(130, cube + [0, 0, -0.015], pick_quat, 1.0, noisy=False),  # down around it
+            Waypoint(170, cube + [0, 0, -0.015], pick_quat, 0.0, noisy=False),  # close the gripper
             Waypoint(200, meet + [0.05, 0, 0], right_quat, 0.0),  # carry towards the middle
-            Waypoint(220, meet, right_quat, 0.0),  # present the cube
-            Waypoint(310, meet, right_quat, 1.0),  # let go once the left holds it
+            Waypoint(220, meet, right_quat, 0.0, "handover"),  # present the cube
+            Waypoint(310, meet, right_quat, 1.0, "handover"),  # let go once the left holds it
             Waypoint(360, meet + [0.1, 0, 0], right_quat, 1.0),  # back away
             Waypoint(400, meet + [0.1, 0, 0], right_quat, 1.0),  # hold
         ]
@@ -166,20 +179,20 @@ class InsertionExpert(ScriptedExpert):
         left = [
             Waypoint(0, left_xyz, left_start, 0.0),
             Waypoint(120, socket + [0, 0, 0.08], pick_left, 1.0),  # above the socket
-            Waypoint(170, socket + [0, 0, -0.03], pick_left, 1.0),  # down around it
-            Waypoint(220, socket + [0, 0, -0.03], pick_left, 0.0),  # close
-            Waypoint(285, meet + [-PRE_INSERT_GAP / 2, 0, 0], pick_left, 0.0),  # line up with the peg
-            Waypoint(340, meet + [-INSERTED_GAP / 2, 0, 0], pick_left, 0.0),  # insert
-            Waypoint(400, meet + [-INSERTED_GAP / 2, 0, 0], pick_left, 0.0),  # hold
+            Waypoint(170, socket + [0, 0, -0.03], pick_left, 1.0, noisy=False),  # down around it
+            Waypoint(220, socket + [0, 0, -0.03], pick_left, 0.0, noisy=False),  # close
+            Waypoint(285, meet + [-PRE_INSERT_GAP / 2, 0, 0], pick_left, 0.0, "insert"),  # line up with the peg
+            Waypoint(340, meet + [-INSERTED_GAP / 2, 0, 0], pick_left, 0.0, "insert"),  # insert
+            Waypoint(400, meet + [-INSERTED_GAP / 2, 0, 0], pick_left, 0.0, "insert"),  # hold
         ]
         right = [
             Waypoint(0, right_xyz, right_start, 0.0),
             Waypoint(120, peg + [0, 0, 0.08], pick_right, 1.0),
-            Waypoint(170, peg + [0, 0, -0.03], pick_right, 1.0),
-            Waypoint(220, peg + [0, 0, -0.03], pick_right, 0.0),
-            Waypoint(285, meet + [PRE_INSERT_GAP / 2, 0, lift_right], pick_right, 0.0),
-            Waypoint(340, meet + [INSERTED_GAP / 2, 0, lift_right], pick_right, 0.0),
-            Waypoint(400, meet + [INSERTED_GAP / 2, 0, lift_right], pick_right, 0.0),
+            Waypoint(170, peg + [0, 0, -0.03], pick_right, 1.0, noisy=False),
+            Waypoint(220, peg + [0, 0, -0.03], pick_right, 0.0, noisy=False),
+            Waypoint(285, meet + [PRE_INSERT_GAP / 2, 0, lift_right], pick_right, 0.0, "insert"),
+            Waypoint(340, meet + [INSERTED_GAP / 2, 0, lift_right], pick_right, 0.0, "insert"),
+            Waypoint(400, meet + [INSERTED_GAP / 2, 0, lift_right], pick_right, 0.0, "insert"),
         ]
         return left, right
 
