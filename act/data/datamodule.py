@@ -1,0 +1,72 @@
+"""Lightning DataModule over one dataset folder: index, stats, split by episode, loaders."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader
+
+from act.data.dataset import ChunkDataset, split_episodes
+from act.data.episodes import EpisodeIndex
+from act.data.stats import load_or_compute_stats
+
+
+class ACTDataModule(L.LightningDataModule):
+    """Action-chunk batches from ``dataset_dir``.
+
+    Args:
+        dataset_dir: folder of ``episode_*.hdf5`` files.
+        cameras: cameras to feed the policy, in order; None: every camera of the dataset.
+        chunk_size: actions per sample (k).
+        batch_size: samples per batch.
+        num_workers: DataLoader worker processes (each opens its own HDF5 handles).
+        val_fraction: share of episodes held out for validation (paper: 0.2).
+        split_seed: seed of the episode shuffle behind the split.
+        samples_per_episode: samples drawn per episode per epoch (paper: 1).
+        cache_images: keep every frame in memory (small datasets).
+    """
+
+    def __init__(self, dataset_dir: str, cameras: Sequence[str] | None = None, chunk_size: int = 100,
+                 batch_size: int = 8, num_workers: int = 2, val_fraction: float = 0.2, split_seed: int = 0,
+                 samples_per_episode: int = 1, cache_images: bool = False):
+        super().__init__()
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if num_workers < 0:
+            raise ValueError(f"num_workers must be >= 0, got {num_workers}")
+        self.dataset_dir = dataset_dir
+        self.cameras = None if cameras is None else list(cameras)
+        self.chunk_size = chunk_size
+        self.batch_size = batch_size
+        self.num_workers = num_workers
+        self.val_fraction = val_fraction
+        self.split_seed = split_seed
+        self.samples_per_episode = samples_per_episode
+        self.cache_images = cache_images
+        self.index: EpisodeIndex | None = None
+        self.stats = None
+        self.train_set = self.val_set = None
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.index is not None:
+            return
+        self.index = EpisodeIndex(self.dataset_dir, self.cameras)
+        self.stats = load_or_compute_stats(self.index)
+        train_ids, val_ids = split_episodes(len(self.index), self.val_fraction, self.split_seed)
+        make = lambda ids: ChunkDataset(self.index, ids, self.chunk_size, self.stats,  # noqa: E731
+                                        self.samples_per_episode, self.cache_images)
+        self.train_set = make(train_ids)
+        self.val_set = make(val_ids) if val_ids else None
+
+    def _loader(self, dataset: ChunkDataset, shuffle: bool) -> DataLoader:
+        return DataLoader(dataset, batch_size=self.batch_size, shuffle=shuffle, num_workers=self.num_workers,
+                          persistent_workers=self.num_workers > 0, pin_memory=torch.cuda.is_available(),
+                          drop_last=False)
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader(self.train_set, shuffle=True)
+
+    def val_dataloader(self):
+        return self._loader(self.val_set, shuffle=False) if self.val_set is not None else []

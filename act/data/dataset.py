@@ -1,0 +1,121 @@
+"""Action-chunk samples from episode files: (qpos_t, images_t, actions[t:t+k], is_pad)."""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import h5py
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from act.data.episodes import EpisodeIndex
+from act.data.schema import read_frame
+
+
+class ChunkDataset(Dataset):
+    """One sample = one episode and a start step ``t`` drawn uniformly, as in the paper.
+
+    Args:
+        index: the dataset's ``EpisodeIndex`` (its ``cameras`` are the ones returned).
+        episode_ids: which episodes of the index this split uses.
+        chunk_size: k, actions per sample.
+        stats: ``qpos_mean``/``qpos_std``/``action_mean``/``action_std`` arrays for z-scoring.
+        samples_per_episode: samples per episode in one epoch (the paper's code: 1).
+        cache_images: read every frame of the split into memory up front (small datasets only).
+
+    Returns per item a dict: ``qpos`` (D,) float32, ``images`` (C, 3, H, W) uint8,
+    ``action`` (k, A) float32 with zeros past the episode end, ``is_pad`` (k,) bool.
+    Files are opened lazily, once per process: handles are never shared across a fork.
+    """
+
+    def __init__(self, index: EpisodeIndex, episode_ids: Sequence[int], chunk_size: int,
+                 stats: dict[str, np.ndarray], samples_per_episode: int = 1, cache_images: bool = False):
+        if chunk_size <= 0:
+            raise ValueError(f"chunk_size must be positive, got {chunk_size}")
+        if samples_per_episode <= 0:
+            raise ValueError(f"samples_per_episode must be positive, got {samples_per_episode}")
+        if len(episode_ids) == 0:
+            raise ValueError("a dataset split needs at least one episode")
+        self.index = index
+        self.episode_ids = list(episode_ids)
+        self.chunk_size = int(chunk_size)
+        self.samples_per_episode = int(samples_per_episode)
+        self.stats = {k: np.asarray(v, dtype=np.float32) for k, v in stats.items()}
+        self.cameras = index.cameras
+        self._jpeg = {i: index.episodes[i].jpeg for i in self.episode_ids}
+        self._handles: dict[int, h5py.File] = {}
+        self._pid = None
+        self._images: dict[int, np.ndarray] | None = None
+        if cache_images:
+            self._images = {ep: self._read_all_frames(ep) for ep in self.episode_ids}
+
+    def __len__(self) -> int:
+        return len(self.episode_ids) * self.samples_per_episode
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_handles"], state["_pid"] = {}, None  # open HDF5 handles cannot cross processes
+        return state
+
+    def _file(self, episode: int) -> h5py.File:
+        if self._pid != os.getpid():  # first use in this process (e.g. a fresh DataLoader worker)
+            self._handles, self._pid = {}, os.getpid()
+        handle = self._handles.get(episode)
+        if handle is None:
+            handle = h5py.File(self.index.episodes[episode].path, "r")
+            self._handles[episode] = handle
+        return handle
+
+    def _read_all_frames(self, episode: int) -> np.ndarray:
+        root = self._file(episode)
+        steps = self.index.episodes[episode].length
+        frames = [np.stack([read_frame(root, cam, t, self._jpeg[episode]) for cam in self.cameras])
+                  for t in range(steps)]
+        return np.stack(frames)  # (T, C, H, W, 3)
+
+    def frames(self, episode: int, t: int) -> np.ndarray:
+        """(C, H, W, 3) uint8 images of ``episode`` at step ``t``, cameras in ``self.cameras`` order."""
+        if self._images is not None:
+            return self._images[episode][t]
+        root = self._file(episode)
+        return np.stack([read_frame(root, cam, t, self._jpeg[episode]) for cam in self.cameras])
+
+    def sample(self, episode: int, start: int) -> dict[str, torch.Tensor]:
+        """The sample of ``episode`` starting at step ``start``."""
+        low = self.index.low_dim(episode)
+        steps = len(low["action"])
+        if not 0 <= start < steps:
+            raise IndexError(f"start {start} outside episode {episode} of length {steps}")
+        actions = low["action"][start:start + self.chunk_size]  # (n <= k, A), never past the end
+        n = len(actions)
+        action = np.zeros((self.chunk_size, actions.shape[1]), np.float32)
+        action[:n] = (actions - self.stats["action_mean"]) / self.stats["action_std"]
+        is_pad = np.zeros(self.chunk_size, dtype=bool)
+        is_pad[n:] = True
+        qpos = (low["qpos"][start] - self.stats["qpos_mean"]) / self.stats["qpos_std"]
+        images = self.frames(episode, start).transpose(0, 3, 1, 2)  # (C, H, W, 3) -> (C, 3, H, W)
+        return {"qpos": torch.from_numpy(qpos.astype(np.float32)),
+                "images": torch.from_numpy(np.ascontiguousarray(images)),
+                "action": torch.from_numpy(action), "is_pad": torch.from_numpy(is_pad)}
+
+    def __getitem__(self, item: int) -> dict[str, torch.Tensor]:
+        episode = self.episode_ids[item % len(self.episode_ids)]
+        # torch's RNG: seeded per DataLoader worker, and by Lightning's seed_everything.
+        start = int(torch.randint(self.index.episodes[episode].length, ()).item())
+        return self.sample(episode, start)
+
+
+def split_episodes(num_episodes: int, val_fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """Shuffle episode ids with ``seed`` and split them by episode: (train ids, val ids).
+
+    At least one episode goes to each side when there are two or more and ``val_fraction`` > 0.
+    """
+    if not 0.0 <= val_fraction < 1.0:
+        raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
+    order = np.random.default_rng(seed).permutation(num_episodes).tolist()
+    num_val = int(round(num_episodes * val_fraction))
+    if val_fraction > 0 and num_episodes >= 2:
+        num_val = min(max(num_val, 1), num_episodes - 1)
+    return sorted(order[num_val:]), sorted(order[:num_val])

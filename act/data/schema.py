@@ -1,0 +1,244 @@
+"""The ACT episode file format, in one place for the writer and the reader.
+
+One HDF5 file per episode, ``episode_{i}.hdf5``, as the ACT scripts write it::
+
+    /observations/qpos           (T, D) float32     joint state, grippers normalised
+    /observations/qvel           (T, D) float32
+    /observations/effort         (T, D) float32     real-robot files only (optional)
+    /observations/images/<cam>   (T, H, W, 3) uint8 chunked one frame per chunk,
+                                 or (T, L) uint8 JPEG bytes (``compress`` attribute)
+    /action                      (T, A) float32
+    root attribute ``sim``       bool
+
+Our recorder adds ``/reward`` (T,) and attributes (task, seed, fps, success, ...); plain
+readers ignore both.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+import h5py
+import numpy as np
+
+from envs.io import atomic_path
+
+QPOS = "observations/qpos"
+QVEL = "observations/qvel"
+EFFORT = "observations/effort"
+IMAGES = "observations/images"
+ACTION = "action"
+REWARD = "reward"
+
+COMPRESSIONS = ("none", "gzip", "lzf")
+EPISODE_PATTERN = re.compile(r"^episode_(\d+)\.hdf5$")
+
+
+class EpisodeFormatError(ValueError):
+    """An episode file that cannot be used; the message starts with the file's path."""
+
+    def __init__(self, path: Path | str, problems: str | list[str]):
+        self.path = Path(path)
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__(f"{self.path}: " + "; ".join(self.problems))
+
+
+def episode_path(folder: Path | str, index: int) -> Path:
+    return Path(folder) / f"episode_{index}.hdf5"
+
+
+def list_episode_files(folder: Path | str) -> list[tuple[int, Path]]:
+    """(index, path) of every ``episode_{i}.hdf5`` in ``folder``, by index (temporaries excluded)."""
+    found = []
+    for path in Path(folder).iterdir():
+        match = EPISODE_PATTERN.match(path.name)
+        if match and path.is_file():
+            found.append((int(match.group(1)), path))
+    return sorted(found)
+
+
+@dataclass(frozen=True)
+class EpisodeInfo:
+    """What the reader needs to know about one episode file, read from its metadata."""
+
+    path: Path
+    length: int
+    state_dim: int
+    action_dim: int
+    cameras: tuple[str, ...]
+    image_shape: tuple[int, int, int] | None  # (H, W, 3) of every camera; None without cameras
+    jpeg: bool = False
+    attrs: dict = field(default_factory=dict)
+
+    @property
+    def index(self) -> int:
+        match = EPISODE_PATTERN.match(self.path.name)
+        return int(match.group(1)) if match else -1
+
+
+def _is_jpeg(root: h5py.File, dataset: h5py.Dataset) -> bool:
+    return bool(dataset.attrs.get("compress", root.attrs.get("compress", False))) and dataset.ndim == 2
+
+
+def decode_jpeg(data: np.ndarray) -> np.ndarray:
+    """JPEG bytes (zero-padded uint8 vector) -> (H, W, 3) uint8."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(np.asarray(data, dtype=np.uint8).tobytes())) as image:
+        return np.asarray(image.convert("RGB"))
+
+
+def read_frame(root: h5py.File, camera: str, t: int, jpeg: bool = False) -> np.ndarray:
+    """(H, W, 3) uint8 frame ``t`` of ``camera`` from an open episode file."""
+    data = root[f"{IMAGES}/{camera}"][t]
+    return decode_jpeg(data) if jpeg else data
+
+
+def _check(root: h5py.File, deep: bool) -> tuple[list[str], dict]:
+    """Problems with an open episode file, and the facts gathered on the way."""
+    problems: list[str] = []
+    facts: dict = {"cameras": (), "image_shape": None, "jpeg": False}
+    for key in (QPOS, ACTION):
+        if key not in root:
+            problems.append(f"missing dataset /{key}")
+    if IMAGES not in root or not isinstance(root[IMAGES], h5py.Group):
+        problems.append(f"missing group /{IMAGES}")
+    if problems:
+        return problems, facts
+    lengths = {}
+    for key in (QPOS, QVEL, EFFORT, ACTION):
+        if key in root:
+            ds = root[key]
+            if ds.ndim != 2:
+                problems.append(f"/{key} must be 2-D (T, dim), has shape {ds.shape}")
+                continue
+            lengths[key] = ds.shape[0]
+    cameras = tuple(sorted(root[IMAGES].keys()))
+    shapes, jpeg = set(), False
+    for cam in cameras:
+        ds = root[f"{IMAGES}/{cam}"]
+        lengths[f"{IMAGES}/{cam}"] = ds.shape[0] if ds.ndim else -1
+        if _is_jpeg(root, ds):
+            jpeg = True
+            try:
+                shapes.add(decode_jpeg(ds[0]).shape)
+            except Exception as err:  # noqa: BLE001 - PIL raises several types for bad data
+                problems.append(f"camera {cam!r}: first JPEG frame does not decode ({err})")
+        elif ds.ndim != 4 or ds.shape[-1] != 3 or ds.dtype != np.uint8:
+            problems.append(f"camera {cam!r} must be (T, H, W, 3) uint8, is {ds.shape} {ds.dtype}")
+        else:
+            shapes.add(tuple(ds.shape[1:]))
+    if len(set(lengths.values())) > 1:
+        problems.append("lengths differ: " + ", ".join(f"/{k} {n}" for k, n in lengths.items()))
+    if len(shapes) > 1:
+        problems.append(f"cameras have different image shapes {sorted(shapes)}")
+    if lengths and min(lengths.values()) == 0:
+        problems.append("episode has no steps")
+    if not problems:
+        for key in (QPOS, ACTION):
+            values = root[key][()]
+            if not np.all(np.isfinite(values)):
+                problems.append(f"/{key} contains NaN or inf")
+        if deep:  # read the last frame of each camera: catches data cut off inside the file
+            for cam in cameras:
+                try:
+                    read_frame(root, cam, -1, jpeg)
+                except Exception as err:  # noqa: BLE001
+                    problems.append(f"camera {cam!r}: last frame unreadable ({err})")
+    facts.update(cameras=cameras, image_shape=next(iter(shapes)) if shapes else None, jpeg=jpeg,
+                 length=lengths.get(QPOS, 0), state_dim=root[QPOS].shape[-1], action_dim=root[ACTION].shape[-1])
+    return problems, facts
+
+
+def _open(path: Path) -> h5py.File:
+    if not path.is_file():
+        raise EpisodeFormatError(path, "no such file")
+    try:
+        return h5py.File(path, "r")
+    except OSError as err:
+        raise EpisodeFormatError(path, f"not a readable HDF5 file (truncated or corrupt?): {err}") from err
+
+
+def read_episode_info(path: Path | str, deep: bool = False) -> EpisodeInfo:
+    """Check ``path`` against the schema and describe it; raise ``EpisodeFormatError`` if it fails.
+
+    ``deep`` also reads the last image frames (slower; used by ``inspect_dataset.py validate``).
+    """
+    path = Path(path)
+    with _open(path) as root:
+        try:
+            problems, facts = _check(root, deep)
+        except (OSError, KeyError, RuntimeError) as err:
+            raise EpisodeFormatError(path, f"unreadable content (truncated or corrupt?): {err}") from err
+        if problems:
+            raise EpisodeFormatError(path, problems)
+        attrs = {k: _plain(v) for k, v in root.attrs.items()}
+    return EpisodeInfo(path=path, length=int(facts["length"]), state_dim=int(facts["state_dim"]),
+                       action_dim=int(facts["action_dim"]), cameras=facts["cameras"],
+                       image_shape=facts["image_shape"], jpeg=facts["jpeg"], attrs=attrs)
+
+
+def read_low_dim(path: Path | str) -> dict[str, np.ndarray]:
+    """``qpos``, ``action`` (and ``qvel``/``reward`` when present) of one episode as arrays."""
+    with _open(Path(path)) as root:
+        out = {"qpos": root[QPOS][()].astype(np.float32), "action": root[ACTION][()].astype(np.float32)}
+        if QVEL in root:
+            out["qvel"] = root[QVEL][()].astype(np.float32)
+        if REWARD in root:
+            out["reward"] = root[REWARD][()]
+    return out
+
+
+def _plain(value):
+    """HDF5 attribute -> plain Python (for JSON and comparisons)."""
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def write_episode(path: Path | str, *, qpos: np.ndarray, action: np.ndarray, images: Mapping[str, np.ndarray],
+                  qvel: np.ndarray | None = None, reward: np.ndarray | None = None, attrs: Mapping | None = None,
+                  compression: str = "none", sim: bool = True) -> Path:
+    """Write one episode atomically (temporary file, then rename) and return its path.
+
+    Args:
+        qpos, qvel, action: (T, D) arrays; images: camera -> (T, H, W, 3) uint8.
+        reward: optional (T,) rewards; attrs: extra root attributes (task, seed, ...).
+        compression: 'none', 'gzip' or 'lzf' for the image datasets (chunked one frame each).
+    """
+    if compression not in COMPRESSIONS:
+        raise ValueError(f"unknown compression {compression!r}; valid: {', '.join(COMPRESSIONS)}")
+    path = Path(path)
+    steps = len(qpos)
+    arrays = {QPOS: qpos, ACTION: action}
+    if qvel is not None:
+        arrays[QVEL] = qvel
+    for key, arr in arrays.items():
+        if np.ndim(arr) != 2 or len(arr) != steps:
+            raise ValueError(f"{path.name}: /{key} must be ({steps}, dim), got {np.shape(arr)}")
+    for cam, frames in images.items():
+        if frames.ndim != 4 or frames.shape[0] != steps or frames.shape[-1] != 3 or frames.dtype != np.uint8:
+            raise ValueError(f"{path.name}: camera {cam!r} must be ({steps}, H, W, 3) uint8, "
+                             f"got {frames.shape} {frames.dtype}")
+    options = {} if compression == "none" else {"compression": compression}
+    with atomic_path(path) as tmp:
+        with h5py.File(tmp, "w") as root:
+            root.attrs["sim"] = bool(sim)
+            for key, value in (attrs or {}).items():
+                root.attrs[key] = value
+            for key, arr in arrays.items():
+                root.create_dataset(key, data=np.asarray(arr, dtype=np.float32))
+            group = root.create_group(IMAGES)
+            for cam, frames in images.items():
+                group.create_dataset(cam, data=frames, chunks=(1, *frames.shape[1:]), **options)
+            if reward is not None:
+                root.create_dataset(REWARD, data=np.asarray(reward))
+    return path
