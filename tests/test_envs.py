@@ -186,3 +186,18 @@ def test_ee_targets_are_tracked_and_the_shipped_weld_was_the_cause():
 def test_camera_names_cover_the_scene():
     env = make_env("transfer_cube", cameras=list(CAMERAS), image_size=(16, 16))
     assert set(env.reset(seed=0).observation["images"]) == set(CAMERAS)
+
+
+def test_torch_stack_imports_after_rendering():
+    """Mesa's llvmpipe and triton both bundle LLVM: importing torchvision (which loads triton)
+    after the first render used to segfault the process."""
+    import subprocess
+    import sys
+
+    code = ("from envs import make_env\n"
+            "env = make_env('transfer_cube', cameras=['top'], image_size=(16, 16))\n"
+            "env.reset(seed=0)\n"
+            "import torchvision, lightning\n"
+            "print('ok')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-2000:]

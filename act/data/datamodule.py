@@ -8,7 +8,7 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader
 
-from act.data.dataset import ChunkDataset, split_episodes
+from act.data.dataset import ChunkDataset, StepSampler, split_episodes
 from act.data.episodes import EpisodeIndex
 from act.data.stats import load_or_compute_stats
 
@@ -26,11 +26,17 @@ class ACTDataModule(L.LightningDataModule):
         split_seed: seed of the episode shuffle behind the split.
         samples_per_episode: samples drawn per episode per epoch (paper: 1).
         cache_images: keep every frame in memory (small datasets).
+        sample_seed: seed of the training sample stream when a Trainer with ``max_steps`` drives
+            this module (see ``StepSampler``); validation always uses it too, so ``val/l1`` is
+            measured on the same samples at every check.
+
+    Inside ``Trainer.fit`` with ``max_steps`` set, one epoch covers all remaining steps and the
+    sampler starts at the trainer's (possibly resumed) global step: resuming is exact.
     """
 
     def __init__(self, dataset_dir: str, cameras: Sequence[str] | None = None, chunk_size: int = 100,
                  batch_size: int = 8, num_workers: int = 2, val_fraction: float = 0.2, split_seed: int = 0,
-                 samples_per_episode: int = 1, cache_images: bool = False):
+                 samples_per_episode: int = 1, cache_images: bool = False, sample_seed: int = 0):
         super().__init__()
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -45,6 +51,7 @@ class ACTDataModule(L.LightningDataModule):
         self.split_seed = split_seed
         self.samples_per_episode = samples_per_episode
         self.cache_images = cache_images
+        self.sample_seed = sample_seed
         self.index: EpisodeIndex | None = None
         self.stats = None
         self.train_set = self.val_set = None
@@ -55,17 +62,31 @@ class ACTDataModule(L.LightningDataModule):
         self.index = EpisodeIndex(self.dataset_dir, self.cameras)
         self.stats = load_or_compute_stats(self.index)
         train_ids, val_ids = split_episodes(len(self.index), self.val_fraction, self.split_seed)
-        make = lambda ids: ChunkDataset(self.index, ids, self.chunk_size, self.stats,  # noqa: E731
-                                        self.samples_per_episode, self.cache_images)
-        self.train_set = make(train_ids)
-        self.val_set = make(val_ids) if val_ids else None
+        self.train_set = ChunkDataset(self.index, train_ids, self.chunk_size, self.stats, self.samples_per_episode,
+                                      self.cache_images)
+        # Validation items are fixed (episode, start) pairs: the same samples at every check.
+        self.val_set = None
+        if val_ids:
+            self.val_set = ChunkDataset(self.index, val_ids, self.chunk_size, self.stats, self.samples_per_episode,
+                                        self.cache_images, sample_seed=self.sample_seed + 1)
 
-    def _loader(self, dataset: ChunkDataset, shuffle: bool) -> DataLoader:
-        return DataLoader(dataset, batch_size=self.batch_size, shuffle=shuffle, num_workers=self.num_workers,
+    def _loader(self, dataset: ChunkDataset, **kwargs) -> DataLoader:
+        # An explicit generator keeps DataLoader start-up from drawing on the global RNG, which
+        # exact resume relies on.
+        generator = torch.Generator().manual_seed(self.sample_seed)
+        return DataLoader(dataset, batch_size=self.batch_size, num_workers=self.num_workers,
                           persistent_workers=self.num_workers > 0, pin_memory=torch.cuda.is_available(),
-                          drop_last=False)
+                          generator=generator, **kwargs)
 
     def train_dataloader(self) -> DataLoader:
+        trainer = self.trainer
+        if trainer is not None and trainer.max_steps and trainer.max_steps > 0:
+            first = trainer.global_step  # already restored when resuming from a checkpoint
+            self.train_set.sample_seed = self.sample_seed
+            sampler = StepSampler(self.batch_size, trainer.max_steps - first, first_step=first,
+                                  rank=trainer.global_rank, world=trainer.world_size)
+            return self._loader(self.train_set, sampler=sampler)
+        self.train_set.sample_seed = None
         return self._loader(self.train_set, shuffle=True)
 
     def val_dataloader(self):

@@ -24,6 +24,11 @@ class ChunkDataset(Dataset):
         stats: ``qpos_mean``/``qpos_std``/``action_mean``/``action_std`` arrays for z-scoring.
         samples_per_episode: samples per episode in one epoch (the paper's code: 1).
         cache_images: read every frame of the split into memory up front (small datasets only).
+        sample_seed: None draws each item's start step from torch's RNG (an epoch visits every
+            episode ``samples_per_episode`` times). An int makes item ``i`` a pure function of
+            (seed, i): episode and start drawn uniformly from ``default_rng([seed, i])``, and any
+            non-negative ``i`` is valid. Training uses this with ``StepSampler`` so a run resumed
+            from a checkpoint sees exactly the samples an uninterrupted run would.
 
     Returns per item a dict: ``qpos`` (D,) float32, ``images`` (C, 3, H, W) uint8,
     ``action`` (k, A) float32 with zeros past the episode end, ``is_pad`` (k,) bool.
@@ -31,7 +36,8 @@ class ChunkDataset(Dataset):
     """
 
     def __init__(self, index: EpisodeIndex, episode_ids: Sequence[int], chunk_size: int,
-                 stats: dict[str, np.ndarray], samples_per_episode: int = 1, cache_images: bool = False):
+                 stats: dict[str, np.ndarray], samples_per_episode: int = 1, cache_images: bool = False,
+                 sample_seed: int | None = None):
         if chunk_size <= 0:
             raise ValueError(f"chunk_size must be positive, got {chunk_size}")
         if samples_per_episode <= 0:
@@ -42,6 +48,7 @@ class ChunkDataset(Dataset):
         self.episode_ids = list(episode_ids)
         self.chunk_size = int(chunk_size)
         self.samples_per_episode = int(samples_per_episode)
+        self.sample_seed = sample_seed
         self.stats = {k: np.asarray(v, dtype=np.float32) for k, v in stats.items()}
         self.cameras = index.cameras
         self._jpeg = {i: index.episodes[i].jpeg for i in self.episode_ids}
@@ -101,10 +108,37 @@ class ChunkDataset(Dataset):
                 "action": torch.from_numpy(action), "is_pad": torch.from_numpy(is_pad)}
 
     def __getitem__(self, item: int) -> dict[str, torch.Tensor]:
+        if self.sample_seed is not None:
+            rng = np.random.default_rng([self.sample_seed, int(item)])
+            episode = self.episode_ids[int(rng.integers(len(self.episode_ids)))]
+            start = int(rng.integers(self.index.episodes[episode].length))
+            return self.sample(episode, start)
         episode = self.episode_ids[item % len(self.episode_ids)]
         # torch's RNG: seeded per DataLoader worker, and by Lightning's seed_everything.
         start = int(torch.randint(self.index.episodes[episode].length, ()).item())
         return self.sample(episode, start)
+
+
+class StepSampler(torch.utils.data.Sampler):
+    """Sample indices for step-based training: batch ``s`` of rank ``r`` (of ``world``) holds items
+    ``((s * world + r) * batch_size + j)``, starting at step ``first_step``.
+
+    With ``ChunkDataset(sample_seed=...)`` each item is a fixed random (episode, start), so the
+    stream of batches depends only on the step: resuming at step N continues it exactly, and
+    ranks never draw the same item.
+    """
+
+    def __init__(self, batch_size: int, num_steps: int, first_step: int = 0, rank: int = 0, world: int = 1):
+        self.batch_size, self.num_steps, self.first_step = batch_size, max(0, num_steps), first_step
+        self.rank, self.world = rank, world
+
+    def __len__(self) -> int:
+        return self.num_steps * self.batch_size
+
+    def __iter__(self):
+        for step in range(self.first_step, self.first_step + self.num_steps):
+            base = (step * self.world + self.rank) * self.batch_size
+            yield from range(base, base + self.batch_size)
 
 
 def split_episodes(num_episodes: int, val_fraction: float, seed: int) -> tuple[list[int], list[int]]:
