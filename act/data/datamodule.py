@@ -31,7 +31,7 @@ class ACTDataModule(L.LightningDataModule):
             measured on the same samples at every check.
 
     Inside ``Trainer.fit`` with ``max_steps`` set, one epoch covers all remaining steps and the
-    sampler starts at the trainer's (possibly resumed) global step: resuming is exact.
+    sampler continues from the trainer's (possibly resumed) global step: resuming is exact.
     """
 
     def __init__(self, dataset_dir: str, cameras: Sequence[str] | None = None, chunk_size: int = 100,
@@ -81,9 +81,8 @@ class ACTDataModule(L.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         trainer = self.trainer
         if trainer is not None and trainer.max_steps and trainer.max_steps > 0:
-            first = trainer.global_step  # already restored when resuming from a checkpoint
             self.train_set.sample_seed = self.sample_seed
-            sampler = StepSampler(self.batch_size, trainer.max_steps - first, first_step=first,
+            sampler = StepSampler(self.batch_size, trainer.max_steps, current_step=lambda: trainer.global_step,
                                   rank=trainer.global_rank, world=trainer.world_size)
             return self._loader(self.train_set, sampler=sampler)
         self.train_set.sample_seed = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from typing import Callable, Sequence
 
 import h5py
 import numpy as np
@@ -121,22 +121,24 @@ class ChunkDataset(Dataset):
 
 class StepSampler(torch.utils.data.Sampler):
     """Sample indices for step-based training: batch ``s`` of rank ``r`` (of ``world``) holds items
-    ``((s * world + r) * batch_size + j)``, starting at step ``first_step``.
+    ``(s * world + r) * batch_size + j``, for the steps from the current one to ``max_steps``.
 
-    With ``ChunkDataset(sample_seed=...)`` each item is a fixed random (episode, start), so the
-    stream of batches depends only on the step: resuming at step N continues it exactly, and
-    ranks never draw the same item.
+    ``current_step`` is read each time iteration starts (Lightning re-iterates the same loader
+    when it starts a new epoch, e.g. right after a resume). With ``ChunkDataset(sample_seed=...)``
+    each item is a fixed random (episode, start), so the batches depend only on the step:
+    resuming at step N continues the stream exactly, and ranks never draw the same item.
     """
 
-    def __init__(self, batch_size: int, num_steps: int, first_step: int = 0, rank: int = 0, world: int = 1):
-        self.batch_size, self.num_steps, self.first_step = batch_size, max(0, num_steps), first_step
+    def __init__(self, batch_size: int, max_steps: int, current_step: Callable[[], int] = lambda: 0,
+                 rank: int = 0, world: int = 1):
+        self.batch_size, self.max_steps, self.current_step = batch_size, max_steps, current_step
         self.rank, self.world = rank, world
 
     def __len__(self) -> int:
-        return self.num_steps * self.batch_size
+        return max(0, self.max_steps - self.current_step()) * self.batch_size
 
     def __iter__(self):
-        for step in range(self.first_step, self.first_step + self.num_steps):
+        for step in range(self.current_step(), self.max_steps):
             base = (step * self.world + self.rank) * self.batch_size
             yield from range(base, base + self.batch_size)
 

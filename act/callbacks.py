@@ -1,0 +1,25 @@
+"""Training callbacks: throughput in the progress bar and logs."""
+
+from __future__ import annotations
+
+import time
+
+import lightning as L
+
+
+class SamplesPerSecond(L.Callback):
+    """Logs ``train/samples_per_s`` (all ranks together), averaged over the last ``window`` steps."""
+
+    def __init__(self, window: int = 10):
+        if window <= 0:
+            raise ValueError(f"window must be positive, got {window}")
+        self.window = window
+        self._times: list[float] = []
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch, batch_idx: int):
+        now = time.perf_counter()
+        self._times = (self._times + [now])[-(self.window + 1):]
+        if len(self._times) >= 2:
+            steps = len(self._times) - 1
+            rate = steps * batch["qpos"].shape[0] * trainer.world_size / (self._times[-1] - self._times[0])
+            pl_module.log("train/samples_per_s", rate, prog_bar=True, batch_size=1, rank_zero_only=True)

@@ -1,0 +1,150 @@
+"""ACTLitModule: the ACT network, its loss and optimiser, as a Lightning module.
+
+Thin by design: the network lives in ``act.model``, data in ``act.data``; this file wires them
+to Lightning (steps, logging, optimiser groups, checkpoint contents, exact resume).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Callable, Sequence
+
+import lightning as L
+import numpy as np
+import torch
+
+from act.model import ACT, ACTConfig
+from act.model.loss import act_loss
+
+# torchvision's ImageNet statistics: the backbone expects them even with random init.
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+class ACTLitModule(L.LightningModule):
+    """Trains ``ACT`` with L1 over non-padded actions + ``kl_weight`` x KL.
+
+    Args:
+        model: ``ACTConfig`` fields (see ``configs/policy/``); ``num_cameras`` is set from ``camera_names``.
+        kl_weight: beta of the CVAE objective (paper: 10).
+        optimizer: a partial optimiser (Hydra ``_partial_: true``) taking parameter groups.
+        lr_backbone: learning rate of the ResNet backbone's group (the rest use the optimiser's lr).
+        channels_last: run the backbone in channels-last memory format (faster convolutions).
+        val_posterior: also validate with z = mu of the posterior (``val_posterior/l1``).
+        camera_names: cameras in the order the policy sees them (set by ``scripts/train.py``).
+        image_size: (H, W) of the training images.
+        stats: ``qpos_mean``/``qpos_std``/``action_mean``/``action_std`` of the dataset.
+        task: task the policy was trained on, for evaluation defaults.
+        train_config: the resolved training config, stored in the checkpoint for provenance.
+
+    Batches are dicts: ``qpos`` (B, D), ``images`` (B, C, 3, H, W) uint8, ``action`` (B, k, A)
+    and ``is_pad`` (B, k), qpos and actions already z-scored with ``stats``.
+    """
+
+    def __init__(self, model: dict, kl_weight: float = 10.0, optimizer: Callable | None = None,
+                 lr_backbone: float = 1e-5, channels_last: bool = True, val_posterior: bool = False,
+                 camera_names: Sequence[str] = ("top",), image_size: Sequence[int] = (480, 640),
+                 stats: dict | None = None, task: str | None = None, train_config: dict | None = None):
+        super().__init__()
+        self.save_hyperparameters(ignore=["optimizer"])
+        config = ACTConfig(**{**dict(model), "num_cameras": len(camera_names)})
+        if kl_weight < 0:
+            raise ValueError(f"kl_weight must be >= 0, got {kl_weight}")
+        self.config = config
+        self.model = ACT(config)
+        self.kl_weight = float(kl_weight)
+        self.optimizer_factory = optimizer
+        self.lr_backbone = lr_backbone
+        self.channels_last = channels_last
+        self.val_posterior = val_posterior
+        self.camera_names = list(camera_names)
+        self.image_size = tuple(int(v) for v in image_size)
+        stats = stats or {}
+        for key, dim in (("qpos_mean", config.state_dim), ("qpos_std", config.state_dim),
+                         ("action_mean", config.action_dim), ("action_std", config.action_dim)):
+            default = np.ones(dim) if key.endswith("std") else np.zeros(dim)
+            value = torch.as_tensor(np.asarray(stats.get(key, default), dtype=np.float32))
+            if value.shape != (dim,):
+                raise ValueError(f"stats[{key!r}] must have shape ({dim},), got {tuple(value.shape)}")
+            self.register_buffer(key, value)
+        self.register_buffer("image_mean", torch.tensor(IMAGENET_MEAN).view(1, 1, 3, 1, 1), persistent=False)
+        self.register_buffer("image_std", torch.tensor(IMAGENET_STD).view(1, 1, 3, 1, 1), persistent=False)
+        if channels_last:
+            self.model.backbone.to(memory_format=torch.channels_last)
+        self._pending_rng_state = None
+
+    # -- the policy's view ------------------------------------------------------------------
+    def normalize_images(self, images: torch.Tensor) -> torch.Tensor:
+        """(B, C, 3, H, W) uint8 -> float, scaled to [0, 1] then ImageNet-normalised."""
+        return (images.float() / 255.0 - self.image_mean) / self.image_std
+
+    def forward(self, qpos: torch.Tensor, images: torch.Tensor, actions=None, is_pad=None) -> dict:
+        """Normalised qpos (B, D) and uint8 images (B, C, 3, H, W) -> network outputs (see ``ACT``)."""
+        return self.model(qpos, self.normalize_images(images), actions, is_pad)
+
+    @torch.no_grad()
+    def predict_chunk(self, qpos: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
+        """Raw qpos (B, D), uint8 images (B, C, 3, H, W) -> raw actions (B, k, A) with z = 0."""
+        qpos = (qpos - self.qpos_mean) / self.qpos_std
+        actions = self(qpos, images)["actions"]
+        return actions * self.action_std + self.action_mean
+
+    # -- training ---------------------------------------------------------------------------
+    def _losses(self, out: dict, batch: dict) -> dict:
+        return act_loss(out["actions"], batch["action"], batch["is_pad"], out["mu"], out["logvar"], self.kl_weight)
+
+    def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
+        out = self(batch["qpos"], batch["images"], batch["action"], batch["is_pad"])
+        losses = self._losses(out, batch)
+        size = batch["qpos"].shape[0]
+        self.log("train/loss", losses["loss"], prog_bar=True, batch_size=size)
+        self.log("train/l1", losses["l1"], batch_size=size)
+        self.log("train/kl", losses["kl"], batch_size=size)
+        return losses["loss"]
+
+    def validation_step(self, batch: dict, batch_idx: int) -> None:
+        size = batch["qpos"].shape[0]
+        # As deployed: z = 0 (no actions given). The KL term comes from the posterior's mean
+        # and variance, which need no sampling.
+        out = self(batch["qpos"], batch["images"])
+        mu, logvar = self.model.encode_latent(batch["qpos"], batch["action"], batch["is_pad"])
+        losses = act_loss(out["actions"], batch["action"], batch["is_pad"], mu, logvar, self.kl_weight)
+        self.log("val/l1", losses["l1"], prog_bar=True, batch_size=size, sync_dist=True)
+        self.log("val/kl", losses["kl"], batch_size=size, sync_dist=True)
+        self.log("val/loss", losses["loss"], batch_size=size, sync_dist=True)
+        if self.val_posterior and mu is not None:
+            out = self.model(batch["qpos"], self.normalize_images(batch["images"]), latent=mu)
+            l1 = act_loss(out["actions"], batch["action"], batch["is_pad"], None, None, 0.0)["l1"]
+            self.log("val_posterior/l1", l1, batch_size=size, sync_dist=True)
+
+    def configure_optimizers(self):
+        if self.optimizer_factory is None:
+            raise ValueError("ACTLitModule needs an optimizer (a partial, e.g. torch.optim.AdamW) to train")
+        backbone = [p for n, p in self.model.named_parameters() if n.startswith("backbone.") and p.requires_grad]
+        rest = [p for n, p in self.model.named_parameters() if not n.startswith("backbone.") and p.requires_grad]
+        return self.optimizer_factory([{"params": rest}, {"params": backbone, "lr": self.lr_backbone}])
+
+    # -- exact resume -----------------------------------------------------------------------
+    # Lightning restores weights, optimiser and step counters; dropout and the CVAE's noise
+    # also need the random number generators to continue where they stopped.
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        name, keys, pos, has_gauss, cached = np.random.get_state()
+        checkpoint["rng_state"] = {  # plain types only: checkpoints load with weights_only=True
+            "torch": torch.get_rng_state(), "numpy": [name, keys.tolist(), int(pos), int(has_gauss), float(cached)],
+            "python": random.getstate(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self._pending_rng_state = checkpoint.get("rng_state")
+
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
+        # Applied at the first training batch after a resume, after Lightning's own set-up
+        # (sanity validation, data loader start) has run.
+        state, self._pending_rng_state = self._pending_rng_state, None
+        if state is not None:
+            torch.set_rng_state(state["torch"])
+            name, keys, pos, has_gauss, cached = state["numpy"]
+            np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
+            random.setstate(state["python"])
+            if state.get("cuda") is not None and torch.cuda.is_available():
+                torch.cuda.set_rng_state_all(state["cuda"])

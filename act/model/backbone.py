@@ -1,0 +1,157 @@
+"""ResNet-18 image backbone with frozen BatchNorm, returning layer4 feature maps.
+
+BatchNorm statistics are frozen (as in DETR and ACT): batches of 8 images from one task are far
+too small and too correlated to re-estimate ImageNet statistics, so the buffers are used as-is.
+The convolution weights still train.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import torch
+import torchvision
+from torch import nn
+
+log = logging.getLogger(__name__)
+
+RESNET18_URL = "https://download.pytorch.org/models/resnet18-f37072fd.pth"
+RESNET18_FILE = "resnet18-f37072fd.pth"
+FEATURE_CHANNELS = 512  # layer4 of ResNet-18
+STRIDE = 32  # total downsampling of layer4 relative to the input image
+
+
+class FrozenBatchNorm2d(nn.Module):
+    """BatchNorm2d whose affine parameters and running statistics are fixed buffers.
+
+    Computes ``(x - running_mean) / sqrt(running_var + eps) * weight + bias`` per channel, in train
+    and eval mode alike. Loads ``nn.BatchNorm2d`` state dicts (``num_batches_tracked`` is dropped).
+
+    Args:
+        num_features: number of channels C of the (B, C, H, W) input.
+        eps: added to the variance, 1e-5 like ``nn.BatchNorm2d``.
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.register_buffer("weight", torch.ones(num_features))
+        self.register_buffer("bias", torch.zeros(num_features))
+        self.register_buffer("running_mean", torch.zeros(num_features))
+        self.register_buffer("running_var", torch.ones(num_features))
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        # nn.BatchNorm2d counts its updates; frozen statistics have nothing to count.
+        state_dict.pop(prefix + "num_batches_tracked", None)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, C, H, W) -> (B, C, H, W), same dtype and memory format as ``x``."""
+        # Fold the four buffers into one scale and shift; computed in fp32, applied in x's dtype
+        # so a bf16 autocast stream stays bf16.
+        scale = self.weight * (self.running_var + self.eps).rsqrt()
+        shift = self.bias - self.running_mean * scale
+        scale = scale.to(x.dtype).view(1, -1, 1, 1)  # (1, C, 1, 1)
+        shift = shift.to(x.dtype).view(1, -1, 1, 1)  # (1, C, 1, 1)
+        return x * scale + shift
+
+    def extra_repr(self) -> str:
+        return f"{self.weight.shape[0]}, eps={self.eps}"
+
+
+class ResNetBackbone(nn.Module):
+    """torchvision ResNet-18 (frozen BatchNorm) up to layer4; no average pooling, no classifier.
+
+    Submodule names match torchvision's (``conv1``, ``bn1``, ``layer1`` ... ``layer4``), so
+    torchvision state dicts load directly.
+
+    Args:
+        weights: ``None`` for random initialisation, ``"imagenet"`` for torchvision's
+            ``ResNet18_Weights.IMAGENET1K_V1`` (downloaded once into the torch hub cache), or the
+            path of a local ResNet-18 state dict file. See ``load_backbone_weights``.
+    """
+
+    num_channels = FEATURE_CHANNELS
+
+    def __init__(self, weights: str | None = None):
+        super().__init__()
+        net = torchvision.models.resnet18(weights=None, norm_layer=FrozenBatchNorm2d)
+        self.conv1, self.bn1, self.relu, self.maxpool = net.conv1, net.bn1, net.relu, net.maxpool
+        self.layer1, self.layer2, self.layer3, self.layer4 = net.layer1, net.layer2, net.layer3, net.layer4
+        if weights is not None:
+            load_backbone_weights(self, weights)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """(N, 3, H, W) normalised images -> (N, 512, ceil(H/32), ceil(W/32)) layer4 features."""
+        x = self.maxpool(self.relu(self.bn1(self.conv1(images))))
+        return self.layer4(self.layer3(self.layer2(self.layer1(x))))
+
+
+def feature_hw(image_hw: tuple[int, int]) -> tuple[int, int]:
+    """Spatial size of the layer4 feature map for an (H, W) image: each of the five stride-2
+    stages (conv1, maxpool, layer2-4) maps n to ceil(n / 2); 480x640 -> 15x20."""
+    h, w = image_hw
+    for _ in range(5):
+        h, w = (h + 1) // 2, (w + 1) // 2
+    return h, w
+
+
+def _imagenet_state_dict() -> dict[str, torch.Tensor]:
+    weights = torchvision.models.ResNet18_Weights.IMAGENET1K_V1
+    try:
+        return weights.get_state_dict(progress=False)
+    except Exception as err:  # URLError, timeouts, HTTP errors, truncated downloads
+        hub = Path(torch.hub.get_dir()) / "checkpoints"
+        raise RuntimeError(
+            f"Could not download the ImageNet ResNet-18 weights ({type(err).__name__}: {err}); "
+            f"this machine may be offline. On a machine with internet, download the file "
+            f"{RESNET18_FILE} from {weights.url}, then either put it in $TORCH_HOME/hub/checkpoints/ "
+            f"(here: {hub}/) or pass its path as backbone_weights."
+        ) from err
+
+
+def _local_state_dict(path_str: str) -> dict[str, torch.Tensor]:
+    path = Path(path_str).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"backbone_weights file not found: {path}. Expected a ResNet-18 state dict "
+            f"(e.g. {RESNET18_FILE}), 'imagenet', or None.")
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise ValueError(f"backbone_weights file {path} does not hold a state dict "
+                         f"(a mapping of parameter names to tensors); got {type(state).__name__}.")
+    return state
+
+
+def load_backbone_weights(module: ResNetBackbone, weights: str) -> None:
+    """Load ResNet-18 weights into ``module`` in place.
+
+    Args:
+        module: the backbone to fill.
+        weights: ``"imagenet"`` (torchvision ``IMAGENET1K_V1``, from the torch hub cache or downloaded)
+            or the path of a local state dict file. Classifier keys ``fc.*`` are ignored.
+
+    Raises:
+        RuntimeError: ``"imagenet"`` could not be downloaded (the message says how to fetch it by hand),
+            or the state dict does not match ResNet-18 (missing, unexpected or mis-shaped keys).
+        FileNotFoundError: a path that does not exist.
+    """
+    if weights == "imagenet":
+        state, source = _imagenet_state_dict(), RESNET18_URL
+    else:
+        state, source = _local_state_dict(weights), str(weights)
+    state = {k: v for k, v in state.items() if not k.startswith("fc.")}
+    try:
+        result = module.load_state_dict(state, strict=False)
+    except RuntimeError as err:  # shape mismatches
+        raise RuntimeError(f"backbone weights from {source} do not fit ResNet-18: {err}") from err
+    if result.missing_keys or result.unexpected_keys:
+        raise RuntimeError(
+            f"backbone weights from {source} do not fit ResNet-18: "
+            f"missing keys {result.missing_keys[:8]}{' ...' if len(result.missing_keys) > 8 else ''}, "
+            f"unexpected keys {result.unexpected_keys[:8]}"
+            f"{' ...' if len(result.unexpected_keys) > 8 else ''}.")
+    log.info("loaded backbone weights from %s", source)

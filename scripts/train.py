@@ -1,0 +1,35 @@
+"""Train ACT.
+
+    python scripts/train.py task=insertion policy.chunk_size=50 trainer.max_steps=20000 data.batch_size=16
+    python scripts/train.py ckpt_path=outputs/train/.../checkpoints/last.ckpt      # resume exactly
+    python scripts/train.py -m policy.kl_weight=1,10,100                            # a sweep
+
+Everything is in configs/train.yaml and its groups: task/, policy/, data/, trainer/, logger/,
+callbacks/, experiment/, hparams_search/.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from act.data.episodes import DatasetError
+from act.train import ConfigError, train
+
+
+@hydra.main(config_path="../configs", config_name="train", version_base="1.3")
+def main(cfg: DictConfig) -> float | None:
+    try:
+        metrics = train(cfg)
+    except (ConfigError, DatasetError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+    value = metrics.get("best/val_l1", metrics.get(cfg.optimized_metric))
+    print(f"done: {cfg.optimized_metric} {value} | best checkpoint {metrics.get('best_ckpt')} | run folder {cfg.out_dir}")
+    return value
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""Training: the Hydra CLI, the Lightning module, checkpoints, exact resume, sweeps, DDP."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+
+from act.data.episodes import DatasetError
+from act.data.record import RecordSettings, record
+from act.lit_module import ACTLitModule
+from act.train import ConfigError, train
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "configs"
+IMAGE = 32  # 32x32 images: a 1x1 ResNet feature map, fast on a CPU
+
+
+@pytest.fixture(scope="module")
+def demos(tmp_path_factory):
+    """Three real recorded transfer-cube demos at 32x32 (about 3 s to record)."""
+    folder = tmp_path_factory.mktemp("demos")
+    record(RecordSettings(task="transfer_cube", num_episodes=3, out_dir=folder, cameras=("top",),
+                          image_size=(IMAGE, IMAGE), render_quality="fast", workers=0))
+    return folder
+
+
+def tiny_overrides(dataset_dir, out_dir, *extra):
+    return [f"data.dataset_dir={dataset_dir}", f"out_dir={out_dir}", f"task.image_size=[{IMAGE},{IMAGE}]",
+            "policy=small", "policy.chunk_size=10", "policy.model.hidden_dim=32", "policy.model.ff_dim=64",
+            "policy.model.heads=2", "policy.model.enc_layers=1", "policy.model.vae_enc_layers=1",
+            "policy.model.latent_dim=4", "policy.module.optimizer.lr=3e-4", "policy.module.lr_backbone=3e-4",
+            "data.batch_size=4", "data.num_workers=0", "logger=csv", "trainer.val_check_interval=10",
+            "trainer.limit_val_batches=2", "trainer.log_every_n_steps=1", "callbacks.periodic.every_n_train_steps=1000",
+            *extra]
+
+
+def make_cfg(dataset_dir, out_dir, *extra):
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        return compose("train", overrides=tiny_overrides(dataset_dir, out_dir, *extra))
+
+
+def read_metric(out_dir: Path, key: str) -> list[float]:
+    with open(out_dir / "csv" / "metrics.csv") as f:
+        return [float(row[key]) for row in csv.DictReader(f) if row.get(key)]
+
+
+def test_tiny_fit_lowers_l1_and_writes_checkpoints(demos, tmp_path):
+    out = tmp_path / "run"
+    metrics = train(make_cfg(demos, out, "trainer.max_steps=150", "trainer.val_check_interval=75",
+                             "callbacks.periodic.every_n_train_steps=75"))
+    l1 = read_metric(out, "train/l1")
+    assert len(l1) == 150
+    assert np.mean(l1[-20:]) < 0.85 * np.mean(l1[:20])  # measured here: about 0.78 -> 0.50
+    assert np.isfinite(metrics["val/l1"]) and "best/val_l1" in metrics
+    names = {p.name for p in (out / "checkpoints").iterdir()}
+    assert {"last.ckpt", "step75.ckpt", "step150.ckpt"} <= names and any(n.startswith("best-") for n in names)
+    assert read_metric(out, "train/samples_per_s")
+
+
+def test_resume_equals_uninterrupted_run(demos, tmp_path):
+    train(make_cfg(demos, tmp_path / "straight", "trainer.max_steps=6"))
+    train(make_cfg(demos, tmp_path / "first", "trainer.max_steps=3"))
+    train(make_cfg(demos, tmp_path / "resumed", "trainer.max_steps=6",
+                   f"ckpt_path={tmp_path / 'first' / 'checkpoints' / 'last.ckpt'}"))
+    straight = torch.load(tmp_path / "straight" / "checkpoints" / "last.ckpt", weights_only=False)
+    resumed = torch.load(tmp_path / "resumed" / "checkpoints" / "last.ckpt", weights_only=False)
+    assert straight["global_step"] == resumed["global_step"] == 6
+    for key, value in straight["state_dict"].items():
+        torch.testing.assert_close(resumed["state_dict"][key], value, rtol=1e-5, atol=1e-6, msg=key)
+    # ... and the checkpoint at step 3 differs from step 6: the test can fail.
+    early = torch.load(tmp_path / "first" / "checkpoints" / "last.ckpt", weights_only=False)
+    assert not torch.allclose(early["state_dict"]["model.action_head.weight"],
+                              straight["state_dict"]["model.action_head.weight"])
+
+
+def test_checkpoint_alone_rebuilds_the_policy(demos, tmp_path):
+    out = tmp_path / "run"
+    train(make_cfg(demos, out, "trainer.max_steps=3"))
+    ckpt = out / "checkpoints" / "last.ckpt"
+    policy = ACTLitModule.load_from_checkpoint(ckpt, map_location="cpu").eval()
+    again = ACTLitModule.load_from_checkpoint(ckpt, map_location="cpu").eval()
+    assert policy.camera_names == ["top"] and policy.image_size == (IMAGE, IMAGE)
+    assert policy.hparams.task == "transfer_cube" and policy.hparams.train_config["policy"]["chunk_size"] == 10
+    stats = policy.hparams.stats
+    assert len(stats["action_mean"]) == 14
+    qpos = torch.randn(2, 14)
+    images = torch.randint(0, 255, (2, 1, 3, IMAGE, IMAGE), dtype=torch.uint8)
+    a, b = policy.predict_chunk(qpos, images), again.predict_chunk(qpos, images)
+    assert a.shape == (2, 10, 14)
+    torch.testing.assert_close(a, b)
+    # Raw-unit predictions: de-normalised with the dataset's action statistics.
+    torch.testing.assert_close(policy.action_mean, torch.tensor(stats["action_mean"], dtype=torch.float32))
+
+
+@pytest.mark.parametrize("extra, error, message", [
+    (["policy.chunk_size=500"], ConfigError, "chunk_size=500 is longer than the shortest episode"),
+    (["task.cameras=[angle]"], DatasetError, r"\['angle'\] not in dataset"),
+    ([f"task.image_size=[48,64]"], ConfigError, "episodes in .* are 32x32"),
+    (["trainer.max_steps=0"], ConfigError, "max_steps"),
+    (["policy.model.heads=3"], ConfigError, "hidden_dim \\(32\\) must be divisible by heads \\(3\\)"),
+])
+def test_bad_configs_fail_before_training(demos, tmp_path, extra, error, message):
+    with pytest.raises(error, match=message):
+        train(make_cfg(demos, tmp_path / "run", *extra))
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+def test_missing_dataset_names_the_record_command(tmp_path):
+    with pytest.raises(ConfigError, match="python scripts/record_demos.py task=transfer_cube"):
+        train(make_cfg(tmp_path / "nothing", tmp_path / "run"))
+
+
+def test_bf16_mixed_precision_steps(demos, tmp_path):
+    out = tmp_path / "run"
+    train(make_cfg(demos, out, "trainer.max_steps=3", "trainer.precision=bf16-mixed"))
+    assert all(np.isfinite(read_metric(out, "train/loss")))
+
+
+def test_wandb_logs_offline_without_a_key(demos, tmp_path, monkeypatch):
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    out = tmp_path / "run"
+    train(make_cfg(demos, out, "trainer.max_steps=2", "logger=wandb"))
+    assert list((out / "wandb").glob("offline-run-*")), "expected an offline wandb run"
+    assert read_metric(out, "train/loss")  # CSV is always written too
+
+
+def test_train_script_multirun_sweep(demos, tmp_path):
+    sweep = tmp_path / "sweep"
+    overrides = [o for o in tiny_overrides(demos, "x") if not o.startswith("out_dir=")]
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "train.py"), "-m", "policy.kl_weight=1,100",
+                           "trainer.max_steps=2", f"hydra.sweep.dir={sweep}", *overrides],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for job in ("0", "1"):
+        assert (sweep / job / "checkpoints" / "last.ckpt").is_file()
+    weights = [torch.load(sweep / j / "checkpoints" / "last.ckpt", weights_only=False)["hyper_parameters"]["kl_weight"]
+               for j in ("0", "1")]
+    assert weights == [1, 100]
+
+
+def test_train_script_reports_a_missing_dataset(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "train.py"), f"data.dataset_dir={tmp_path}/none"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "record_demos.py task=transfer_cube" in proc.stderr
+
+
+def test_ddp_two_cpu_processes_agree(demos, tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "ddp_check.py"), str(demos), str(tmp_path)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rank0 = torch.load(tmp_path / "rank0.pt")
+    rank1 = torch.load(tmp_path / "rank1.pt")
+    assert rank0.keys() == rank1.keys()
+    for key in rank0:
+        torch.testing.assert_close(rank0[key], rank1[key], msg=key)
