@@ -467,3 +467,38 @@ def test_tiny_model_fits_a_fixed_batch():
         opt.step()
         l1s.append(losses["l1"].item())
     assert min(l1s[-5:]) < 0.7 * l1s[0], l1s  # 0.41 here; 0.35-0.66 over 8 other seeds
+
+
+def test_folded_backbone_matches_torchvision_conv_then_batchnorm():
+    """The backbone folds each frozen BatchNorm into its convolution; the function must not change."""
+    import torchvision
+
+    from act.model.backbone import FrozenBatchNorm2d, ResNetBackbone
+
+    torch.manual_seed(0)
+    backbone = ResNetBackbone(None)
+    for m in backbone.modules():
+        if isinstance(m, FrozenBatchNorm2d):  # non-trivial statistics, so folding is exercised
+            m.weight.uniform_(0.5, 1.5)
+            m.bias.normal_()
+            m.running_mean.normal_()
+            m.running_var.uniform_(0.5, 2.0)
+    ref = torchvision.models.resnet18(weights=None, norm_layer=FrozenBatchNorm2d)
+    ref.load_state_dict(backbone.state_dict(), strict=False)
+    x = torch.randn(2, 3, 64, 96)
+    expected = ref.layer4(ref.layer3(ref.layer2(ref.layer1(ref.maxpool(ref.relu(ref.bn1(ref.conv1(x))))))))
+    torch.testing.assert_close(backbone(x), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_cpu_dropout_rate_scale_and_gradient():
+    from act.model.dropout import dropout
+
+    torch.manual_seed(0)
+    x = torch.ones(200_000, requires_grad=True)
+    y = dropout(x, 0.1, training=True)
+    dropped = (y == 0).float().mean().item()
+    assert abs(dropped - 0.1) < 0.005
+    assert torch.allclose(y[y != 0], torch.full_like(y[y != 0], 1 / 0.9))
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, y.detach())  # gradient flows exactly where the value did
+    assert torch.equal(dropout(x, 0.1, training=False), x)

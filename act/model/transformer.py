@@ -12,6 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from act.model.dropout import Dropout, dropout
+
 
 def with_pos(x: torch.Tensor, pos: torch.Tensor | None) -> torch.Tensor:
     """``x + pos`` with ``pos`` broadcast ((S, D) or (B, S, D)); ``x`` when ``pos`` is None."""
@@ -33,13 +35,22 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         would be 0/0, so it attends to every key (keeping forward and backward finite) and its
         output is then zeroed.
     """
-    if key_padding_mask is None:
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)
-    empty = key_padding_mask.all(dim=-1, keepdim=True)  # (B, 1)
-    allowed = ~(key_padding_mask & ~empty)  # (B, T_k), True = may attend
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed[:, None, None, :],  # (B, 1, 1, T_k)
-                                         dropout_p=dropout_p)
-    return out.masked_fill(empty[:, None, None, :], 0.0)  # (B, 1, 1, 1) over (B, H, T_q, Dh)
+    allowed = empty = None
+    if key_padding_mask is not None:
+        empty = key_padding_mask.all(dim=-1, keepdim=True)  # (B, 1)
+        allowed = ~(key_padding_mask & ~empty)[:, None, None, :]  # (B, 1, 1, T_k), True = may attend
+    if dropout_p > 0.0 and q.device.type == "cpu":
+        # Written out so the attention weights get the cheap CPU dropout mask (SDPA falls back
+        # to this same computation on the CPU whenever dropout is on, with a slower mask).
+        scores = (q * q.shape[-1] ** -0.5) @ k.transpose(-2, -1)  # (B, H, T_q, T_k)
+        if allowed is not None:
+            scores = scores.masked_fill(~allowed, float("-inf"))
+        out = dropout(scores.softmax(dim=-1), dropout_p, True) @ v  # (B, H, T_q, Dh)
+    else:
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout_p)
+    if empty is not None:
+        out = out.masked_fill(empty[:, None, None, :], 0.0)  # (B, 1, 1, 1) over (B, H, T_q, Dh)
+    return out
 
 
 class MultiHeadAttention(nn.Module):
@@ -78,7 +89,7 @@ class FeedForward(nn.Module):
     def __init__(self, dim: int, ff_dim: int, dropout: float):
         super().__init__()
         self.linear1, self.linear2 = nn.Linear(dim, ff_dim), nn.Linear(ff_dim, dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(B, S, D) -> (B, S, D)."""
@@ -93,7 +104,7 @@ class EncoderLayer(nn.Module):
         self.self_attn = MultiHeadAttention(dim, heads, dropout)
         self.ff = FeedForward(dim, ff_dim, dropout)
         self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
-        self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
+        self.dropout1, self.dropout2 = Dropout(dropout), Dropout(dropout)
 
     def forward(self, x: torch.Tensor, pos: torch.Tensor | None = None,
                 key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -114,7 +125,7 @@ class DecoderLayer(nn.Module):
         self.cross_attn = MultiHeadAttention(dim, heads, dropout)
         self.ff = FeedForward(dim, ff_dim, dropout)
         self.norm1, self.norm2, self.norm3 = nn.LayerNorm(dim), nn.LayerNorm(dim), nn.LayerNorm(dim)
-        self.dropout1, self.dropout2, self.dropout3 = nn.Dropout(dropout), nn.Dropout(dropout), nn.Dropout(dropout)
+        self.dropout1, self.dropout2, self.dropout3 = Dropout(dropout), Dropout(dropout), Dropout(dropout)
 
     def forward(self, tgt: torch.Tensor, memory: torch.Tensor, query_pos: torch.Tensor | None = None,
                 memory_pos: torch.Tensor | None = None,
