@@ -27,6 +27,10 @@ def main(cfg: DictConfig) -> float | None:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
     value = metrics.get("best/val_l1", metrics.get(cfg.optimized_metric))
+    if value is None:
+        print(f"warning: no {cfg.optimized_metric} was logged: validation never ran (trainer.val_check_interval="
+              f"{cfg.trainer.val_check_interval} > trainer.max_steps={cfg.trainer.max_steps}, or no validation "
+              "episodes); sweepers need it", file=sys.stderr)
     print(f"done: {cfg.optimized_metric} {value} | best checkpoint {metrics.get('best_ckpt')} | run folder {cfg.out_dir}")
     return value
 

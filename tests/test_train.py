@@ -161,3 +161,25 @@ def test_ddp_two_cpu_processes_agree(demos, tmp_path):
     assert rank0.keys() == rank1.keys()
     for key in rank0:
         torch.testing.assert_close(rank0[key], rank1[key], msg=key)
+
+
+def test_optuna_sweep_minimises_val_l1(demos, tmp_path):
+    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
+    sweep = tmp_path / "optuna"
+    overrides = [o for o in tiny_overrides(demos, "x") if not o.startswith(("out_dir=", "policy.chunk_size="))]
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "train.py"), "-m", "hparams_search=optuna",
+                           "hydra.sweeper.n_trials=2", "hydra.sweeper.sampler.n_startup_trials=2",
+                           f"hydra.sweep.dir={sweep}", *overrides, "trainer.max_steps=4", "trainer.val_check_interval=2"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = (sweep / "optimization_results.yaml").read_text()
+    assert "best_value" in results and "policy.kl_weight" in results
+
+
+def test_slurm_launcher_config_composes():
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = compose("train", overrides=["hydra/launcher=slurm", "hydra.launcher.partition=gpu", "trainer=gpu"],
+                      return_hydra_config=True)
+    assert cfg.hydra.launcher.partition == "gpu" and cfg.hydra.launcher.gpus_per_node == 1
+    assert "SlurmLauncher" in cfg.hydra.launcher._target_
