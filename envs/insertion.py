@@ -25,9 +25,12 @@ class InsertionTask(BimanualTask):
     object_joints = ("red_peg_joint", "blue_socket_joint")
 
     def sample_object_poses(self, rng: np.random.RandomState) -> np.ndarray:
-        peg = [rng.uniform(*PEG_X_RANGE), rng.uniform(*Y_RANGE), OBJECT_Z, 1.0, 0.0, 0.0, 0.0]
-        socket = [rng.uniform(*SOCKET_X_RANGE), rng.uniform(*Y_RANGE), OBJECT_Z, 1.0, 0.0, 0.0, 0.0]
-        return np.array(peg + socket)
+        # x, y, z (fixed) per object, peg first, as gym-aloha draws them: the same seed gives the
+        # same poses here and in gym-aloha's AlohaInsertion-v0.
+        quat = [1.0, 0.0, 0.0, 0.0]
+        peg = rng.uniform((PEG_X_RANGE[0], Y_RANGE[0], OBJECT_Z), (PEG_X_RANGE[1], Y_RANGE[1], OBJECT_Z))
+        socket = rng.uniform((SOCKET_X_RANGE[0], Y_RANGE[0], OBJECT_Z), (SOCKET_X_RANGE[1], Y_RANGE[1], OBJECT_Z))
+        return np.concatenate([peg, quat, socket, quat])
 
     def reward_from_contacts(self, touching) -> int:
         touch_left = any(touching(g, LEFT_FINGER) for g in SOCKET_GEOMS)

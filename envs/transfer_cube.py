@@ -22,9 +22,10 @@ class TransferCubeTask(BimanualTask):
     object_joints = ("red_box_joint",)
 
     def sample_object_poses(self, rng: np.random.RandomState) -> np.ndarray:
-        x = rng.uniform(*CUBE_X_RANGE)
-        y = rng.uniform(*CUBE_Y_RANGE)
-        return np.array([x, y, CUBE_Z, 1.0, 0.0, 0.0, 0.0])
+        # One draw each for x, y and the (fixed) z, as gym-aloha does: the same seed gives the
+        # same cube pose here and in gym-aloha's AlohaTransferCube-v0.
+        low, high = (CUBE_X_RANGE[0], CUBE_Y_RANGE[0], CUBE_Z), (CUBE_X_RANGE[1], CUBE_Y_RANGE[1], CUBE_Z)
+        return np.concatenate([rng.uniform(low, high), [1.0, 0.0, 0.0, 0.0]])
 
     def reward_from_contacts(self, touching) -> int:
         touch_left = touching("red_box", LEFT_FINGER)

@@ -201,3 +201,14 @@ def test_torch_stack_imports_after_rendering():
             "print('ok')\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_seeds_give_gym_aloha_object_poses():
+    """Same seed, same objects as gym-aloha's AlohaTransferCube-v0/AlohaInsertion-v0: comparable results."""
+    from gym_aloha.utils import sample_box_pose, sample_insertion_pose
+
+    cube, ins = make_env("transfer_cube", cameras=()), make_env("insertion", cameras=())
+    for seed in (0, 7, 100000):
+        np.testing.assert_allclose(cube.reset(seed=seed).observation["env_state"], sample_box_pose(seed))
+        np.testing.assert_allclose(ins.reset(seed=seed).observation["env_state"],
+                                   np.concatenate(sample_insertion_pose(seed)))
