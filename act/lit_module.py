@@ -35,6 +35,8 @@ class ACTLitModule(L.LightningModule):
         image_size: (H, W) of the training images.
         stats: ``qpos_mean``/``qpos_std``/``action_mean``/``action_std`` of the dataset.
         task: task the policy was trained on, for evaluation defaults.
+        render_quality: render quality of the training images ('paper' or 'fast'); evaluation
+            renders the same way by default.
         train_config: the resolved training config, stored in the checkpoint for provenance.
 
     Batches are dicts: ``qpos`` (B, D), ``images`` (B, C, 3, H, W) uint8, ``action`` (B, k, A)
@@ -44,7 +46,8 @@ class ACTLitModule(L.LightningModule):
     def __init__(self, model: dict, kl_weight: float = 10.0, optimizer: Callable | None = None,
                  lr_backbone: float = 1e-5, channels_last: bool = True, val_posterior: bool = False,
                  camera_names: Sequence[str] = ("top",), image_size: Sequence[int] = (480, 640),
-                 stats: dict | None = None, task: str | None = None, train_config: dict | None = None):
+                 stats: dict | None = None, task: str | None = None, render_quality: str | None = None,
+                 train_config: dict | None = None):
         super().__init__()
         self.save_hyperparameters(ignore=["optimizer"])
         config = ACTConfig(**{**dict(model), "num_cameras": len(camera_names)})

@@ -56,7 +56,8 @@ def build_module(cfg: DictConfig, dm: ACTDataModule) -> L.LightningModule:
     stats = {k: v.tolist() for k, v in dm.stats.items()}
     try:
         module = instantiate(cfg.policy.module, camera_names=list(index.cameras),
-                             image_size=list(index.image_shape[:2]), stats=stats, task=cfg.task.name, _convert_="all")
+                             image_size=list(index.image_shape[:2]), stats=stats, task=cfg.task.name,
+                             render_quality=index.attrs.get("render_quality"), _convert_="all")
     except InstantiationException as err:  # surface the policy's own message (e.g. ACTConfig's)
         cause = err.__cause__ if isinstance(err.__cause__, ValueError) else err
         raise ConfigError(f"policy config: {cause}") from err

@@ -65,10 +65,14 @@ class DemoRecorder:
         self.cameras = self.joint_env.task.cameras
         self.episode_len = self.joint_env.episode_len
 
-    def expert_joint_trajectory(self, seed: int) -> tuple[np.ndarray, np.ndarray, int]:
-        """Pass 1: (joint targets (T, 14), object poses at t = 0, max ee reward) for ``seed``."""
+    def expert_joint_trajectory(self, seed: int, object_poses: np.ndarray | None = None
+                                ) -> tuple[np.ndarray, np.ndarray, int]:
+        """Pass 1: (joint targets (T, 14), object poses at t = 0, max ee reward) for ``seed``.
+
+        ``object_poses`` (an ``env_state``) replaces the poses the seed would draw.
+        """
         expert = make_expert(self.task, noise=self.noise, seed=seed)
-        ts = self.ee_env.reset(seed=seed)
+        ts = self.ee_env.reset(seed=seed, object_poses=object_poses)
         object_poses = ts.observation["env_state"].copy()
         expert.reset(ts.observation)
         targets = np.empty((self.episode_len, 14))

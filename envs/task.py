@@ -85,7 +85,7 @@ class BimanualTask(base.Task):
         self.action_dim = EE_ACTION_DIM if mode == "ee" else JOINT_ACTION_DIM
         self._rng = np.random.RandomState(seed)
         self._next_object_poses: np.ndarray | None = None
-        self._camera_cache: dict[str, Camera] = {}
+        self._camera_cache: dict[tuple[str, int, int], Camera] = {}
         self._geom_ids: dict[str, int] = {}
 
     # -- subclass hooks -------------------------------------------------------------------
@@ -180,11 +180,13 @@ class BimanualTask(base.Task):
         """Object poses, concatenated free-joint qpos (7 per object)."""
         return np.concatenate([physics.named.data.qpos[j] for j in self.object_joints]).copy()
 
-    def render(self, physics, camera: str) -> np.ndarray:
-        """(H, W, 3) uint8 image from ``camera``, reusing one dm_control Camera per name."""
-        cam = self._camera_cache.get(camera)
+    def render(self, physics, camera: str, size: tuple[int, int] | None = None) -> np.ndarray:
+        """(H, W, 3) uint8 image from ``camera`` at ``size`` (default: the observation size),
+        reusing one dm_control Camera per (name, size)."""
+        height, width = self.image_size if size is None else (int(size[0]), int(size[1]))
+        key = (camera, height, width)
+        cam = self._camera_cache.get(key)
         if cam is None:
-            height, width = self.image_size
             try:
                 cam = Camera(physics, height=height, width=width, camera_id=camera)
             except Exception as err:  # noqa: BLE001 - GL setup fails with many error types
@@ -193,7 +195,7 @@ class BimanualTask(base.Task):
                     f"could not render camera {camera!r} with MUJOCO_GL={backend}: {err}. Headless machines "
                     "need EGL (Debian: libegl1 libgl1-mesa-dri) or OSMesa (libosmesa6, then MUJOCO_GL=osmesa); "
                     "see the README's 'Rendering' section.") from err
-            self._camera_cache[camera] = cam
+            self._camera_cache[key] = cam
         return cam.render()
 
     def get_observation(self, physics):
@@ -245,11 +247,19 @@ class AlohaEnv(control.Environment):
         self.task.set_next_object_poses(object_poses)
         return super().reset()
 
-    def render(self, camera: str = "top") -> np.ndarray:
-        """Render ``camera`` at the env's image size (for videos of cameras not observed)."""
+    def render(self, camera: str = "top", size: tuple[int, int] | None = None) -> np.ndarray:
+        """Render ``camera`` at ``size`` (H, W), by default the observation size (for videos).
+
+        Sizes above the offscreen buffer (at least 480x640) are refused.
+        """
         if camera not in CAMERAS:
             raise ValueError(f"unknown camera {camera!r}; valid: {', '.join(CAMERAS)}")
-        return self.task.render(self.physics, camera)
+        if size is not None:
+            vis = self.physics.model.vis.global_
+            if not (0 < size[0] <= vis.offheight and 0 < size[1] <= vis.offwidth):
+                raise ValueError(f"render size {tuple(size)} must be positive and within the offscreen buffer "
+                                 f"{vis.offheight}x{vis.offwidth}")
+        return self.task.render(self.physics, camera, size)
 
     def close(self) -> None:
         self.task.close()

@@ -19,6 +19,19 @@ def tile(images: Mapping[str, np.ndarray]) -> np.ndarray:
     return np.concatenate(frames, axis=1)
 
 
+def overlay_text(frame: np.ndarray, lines: list[str]) -> np.ndarray:
+    """Copy of (H, W, 3) uint8 ``frame`` with ``lines`` written top-left on a dark band."""
+    from PIL import Image, ImageDraw
+
+    image = Image.fromarray(np.ascontiguousarray(frame))
+    draw = ImageDraw.Draw(image)
+    height = 12 * len(lines) + 4
+    draw.rectangle([0, 0, image.width, height], fill=(0, 0, 0))
+    for i, line in enumerate(lines):
+        draw.text((4, 2 + 12 * i), line, fill=(255, 255, 255))
+    return np.asarray(image)
+
+
 def _even(frame: np.ndarray) -> np.ndarray:
     """Pad (H, W, 3) to even H and W: H.264 in yuv420p needs both even."""
     pad_h, pad_w = frame.shape[0] % 2, frame.shape[1] % 2

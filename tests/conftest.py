@@ -26,3 +26,26 @@ def run_script(tmp_path):
         return proc
 
     return run
+
+
+@pytest.fixture(scope="session")
+def demos(tmp_path_factory):
+    """Three real recorded transfer-cube demos at 32x32 (about 3 s to record), shared by the session."""
+    from act.data.record import RecordSettings, record
+    from helpers import IMAGE
+
+    folder = tmp_path_factory.mktemp("demos")
+    record(RecordSettings(task="transfer_cube", num_episodes=3, out_dir=folder, cameras=("top",),
+                          image_size=(IMAGE, IMAGE), render_quality="fast", workers=0))
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(demos, tmp_path_factory):
+    """A checkpoint of a tiny ACT trained for a few steps on ``demos``."""
+    from act.train import train
+    from helpers import make_cfg
+
+    out = tmp_path_factory.mktemp("tiny_run")
+    train(make_cfg(demos, out, "trainer.max_steps=3"))
+    return out / "checkpoints" / "last.ckpt"

@@ -21,7 +21,7 @@ CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 
 def main(dataset_dir: str, out_dir: str) -> None:
-    from test_train import tiny_overrides  # noqa: E402 - same folder
+    from helpers import tiny_overrides  # noqa: E402 - same folder
 
     overrides = tiny_overrides(dataset_dir, out_dir) + [
         "trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2", "trainer.max_steps=4", "logger=csv"]

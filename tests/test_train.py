@@ -13,37 +13,9 @@ import torch
 from hydra import compose, initialize_config_dir
 
 from act.data.episodes import DatasetError
-from act.data.record import RecordSettings, record
 from act.lit_module import ACTLitModule
 from act.train import ConfigError, train
-
-ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = ROOT / "configs"
-IMAGE = 32  # 32x32 images: a 1x1 ResNet feature map, fast on a CPU
-
-
-@pytest.fixture(scope="module")
-def demos(tmp_path_factory):
-    """Three real recorded transfer-cube demos at 32x32 (about 3 s to record)."""
-    folder = tmp_path_factory.mktemp("demos")
-    record(RecordSettings(task="transfer_cube", num_episodes=3, out_dir=folder, cameras=("top",),
-                          image_size=(IMAGE, IMAGE), render_quality="fast", workers=0))
-    return folder
-
-
-def tiny_overrides(dataset_dir, out_dir, *extra):
-    return [f"data.dataset_dir={dataset_dir}", f"out_dir={out_dir}", f"task.image_size=[{IMAGE},{IMAGE}]",
-            "policy=small", "policy.chunk_size=10", "policy.model.hidden_dim=32", "policy.model.ff_dim=64",
-            "policy.model.heads=2", "policy.model.enc_layers=1", "policy.model.vae_enc_layers=1",
-            "policy.model.latent_dim=4", "policy.module.optimizer.lr=3e-4", "policy.module.lr_backbone=3e-4",
-            "data.batch_size=4", "data.num_workers=0", "logger=csv", "trainer.val_check_interval=10",
-            "trainer.limit_val_batches=2", "trainer.log_every_n_steps=1", "callbacks.periodic.every_n_train_steps=1000",
-            *extra]
-
-
-def make_cfg(dataset_dir, out_dir, *extra):
-    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        return compose("train", overrides=tiny_overrides(dataset_dir, out_dir, *extra))
+from helpers import CONFIGS, IMAGE, ROOT, make_cfg, tiny_overrides
 
 
 def read_metric(out_dir: Path, key: str) -> list[float]:

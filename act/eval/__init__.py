@@ -1,0 +1,1 @@
+"""Closed-loop evaluation: rollouts at 50 Hz, their metrics and videos."""

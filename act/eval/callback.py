@@ -1,0 +1,103 @@
+"""Closed-loop evaluation during training: a few rollouts every N steps."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Sequence
+
+import lightning as L
+import torch
+
+from act.eval.backends import make_eval_env
+from act.eval.rollout import run_episode
+from act.policy import ACTPolicy
+from envs.metrics import summarize
+
+log = logging.getLogger(__name__)
+
+
+class EvalCallback(L.Callback):
+    """Every ``every_n_steps`` training steps, roll the current policy out and log
+    ``eval/success_rate`` (and ``eval/stage_rate_k``, ``eval/mean_return``) plus one video.
+
+    Runs on rank 0 and broadcasts the result, so every rank logs the same value. With
+    ``save_best``, the checkpoint with the highest success rate so far (ties: the later one) is
+    kept as ``<checkpoints>/best_eval.ckpt``: the "best" policy chosen by closed-loop success.
+
+    Args:
+        every_n_steps: steps between evaluations.
+        num_episodes: rollouts per evaluation (seeds ``seed`` .. ``seed + num_episodes - 1``).
+        seed: first evaluation seed; keep it far from the demo seeds.
+        temporal_ensemble_coeff: temporal ensembling m, or None for chunked execution.
+        n_action_steps: chunked execution period when ``temporal_ensemble_coeff`` is None.
+        video: write (and log to wandb, if used) a video of the first rollout.
+        video_size: (H, W) of that video.
+        render_quality: None: as the training data.
+        save_best: keep ``best_eval.ckpt`` by ``eval/success_rate``.
+        dirpath: folder for it (default: ``<default_root_dir>/checkpoints``).
+    """
+
+    def __init__(self, every_n_steps: int = 5000, num_episodes: int = 5, seed: int = 100000,
+                 temporal_ensemble_coeff: float | None = 0.01, n_action_steps: int | None = None, video: bool = True,
+                 video_size: Sequence[int] = (240, 320), render_quality: str | None = None,
+                 save_best: bool = True, dirpath: str | None = None):
+        if every_n_steps <= 0 or num_episodes <= 0:
+            raise ValueError("every_n_steps and num_episodes must be positive")
+        self.every_n_steps, self.num_episodes, self.seed = every_n_steps, num_episodes, seed
+        self.temporal_ensemble_coeff, self.n_action_steps = temporal_ensemble_coeff, n_action_steps
+        self.video, self.video_size, self.render_quality = video, tuple(video_size), render_quality
+        self.save_best, self.dirpath = save_best, dirpath
+        self.best_success: float | None = None
+        self._env = None
+
+    def state_dict(self) -> dict:
+        return {"best_success": self.best_success}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.best_success = state_dict.get("best_success")
+
+    def _rollouts(self, trainer: L.Trainer, module) -> dict:
+        task = module.hparams.get("task")
+        if self._env is None:
+            quality = self.render_quality or module.hparams.get("render_quality") or "paper"
+            self._env = make_eval_env("native", task, module.camera_names, module.image_size, quality)
+        policy = ACTPolicy(module, n_action_steps=self.n_action_steps,
+                           temporal_ensemble_coeff=self.temporal_ensemble_coeff, device=module.device)
+        video_dir = Path(trainer.default_root_dir) / "eval_videos"
+        results = []
+        for i in range(self.num_episodes):
+            video = video_dir / f"step{trainer.global_step}.mp4" if self.video and i == 0 else None
+            results.append(run_episode(self._env, policy, self.seed + i, video, video_size=self.video_size))
+        summary = summarize([r.max_reward for r in results])
+        summary["mean_return"] = sum(r.total_return for r in results) / len(results)
+        summary["video"] = results[0].video
+        return summary
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch, batch_idx: int):
+        step = trainer.global_step
+        if step == 0 or step % self.every_n_steps:
+            return
+        values = torch.zeros(6)
+        video = None
+        if trainer.is_global_zero:
+            was_training = pl_module.training
+            summary = self._rollouts(trainer, pl_module)
+            pl_module.train(was_training)
+            values = torch.tensor([summary["success_rate"], summary["mean_return"],
+                                   *[summary["stage_rates"][str(k)] for k in range(1, 5)]])
+            video = summary["video"]
+        values = trainer.strategy.broadcast(values, src=0)
+        names = ["eval/success_rate", "eval/mean_return"] + [f"eval/stage_rate_{k}" for k in range(1, 5)]
+        for name, value in zip(names, values.tolist()):
+            pl_module.log(name, value, batch_size=1)
+        success = float(values[0])
+        if self.save_best and (self.best_success is None or success >= self.best_success):
+            self.best_success = success
+            folder = Path(self.dirpath or Path(trainer.default_root_dir) / "checkpoints")
+            trainer.save_checkpoint(folder / "best_eval.ckpt")  # every rank calls it; rank 0 writes
+        if video is not None:
+            for logger in trainer.loggers:
+                if hasattr(logger, "log_video"):  # WandbLogger
+                    logger.log_video("eval/video", [video], step=step, format=["mp4"])
+            log.info("eval at step %d: success %.2f, video %s", step, values[0].item(), video)

@@ -1,0 +1,81 @@
+"""Building an evaluation from its config (used by scripts/eval.py)."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from act.eval.expert import ScriptedReplayPolicy
+from act.eval.rollout import EvalSpec
+from act.policy import ACTPolicy
+from envs.constants import TASKS
+
+log = logging.getLogger(__name__)
+
+
+def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
+    """The evaluation spec and a description of the policy, with every input checked."""
+    if cfg.num_episodes <= 0:
+        raise ValueError(f"num_episodes must be positive, got {cfg.num_episodes}")
+    if cfg.num_videos < 0:
+        raise ValueError(f"num_videos must be >= 0, got {cfg.num_videos}")
+    chosen_task = cfg.task.name if cfg.get("task") else None
+    if cfg.expert:
+        task = chosen_task
+        if task not in TASKS:
+            raise ValueError(f"expert=true needs task=<{'|'.join(TASKS)}>, got {task!r}")
+        make_policy = functools.partial(ScriptedReplayPolicy, task)
+        cameras, image_size, quality = (), (480, 640), cfg.render_quality or "fast"
+        described = {"policy": "scripted expert (joint replay)"}
+    else:
+        if cfg.ckpt_path is None:
+            raise ValueError("give ckpt_path=<checkpoint> (or expert=true)")
+        path = Path(cfg.ckpt_path)
+        if not path.is_file():
+            raise FileNotFoundError(f"checkpoint {path} does not exist")
+        options = dict(device=cfg.device, precision=cfg.precision)
+        if cfg.temporal_ensemble_coeff is not None:
+            options["temporal_ensemble_coeff"] = float(cfg.temporal_ensemble_coeff)
+        else:
+            options["n_action_steps"] = cfg.n_action_steps
+        probe = ACTPolicy.from_checkpoint(path, **options)  # checks the options once, here
+        task = chosen_task or probe.task
+        if task not in TASKS:
+            raise ValueError(f"task {task!r} is unknown; pass task=<{'|'.join(TASKS)}>")
+        make_policy = functools.partial(ACTPolicy.from_checkpoint, str(path), **options)
+        cameras, image_size = tuple(probe.camera_names), tuple(probe.image_size)
+        quality = cfg.render_quality or probe.module.hparams.get("render_quality") or "paper"
+        described = {"policy": str(path), "chunk_size": probe.chunk_size, "cameras": list(cameras),
+                     "image_size": list(image_size), "execution": "temporal ensembling" if probe.ensembler
+                     else f"chunked, n_action_steps={probe.n_action_steps}", **options}
+    seeds = tuple(int(cfg.seed) + i for i in range(int(cfg.num_episodes)))
+    spec = EvalSpec(make_policy=make_policy, task=task, cameras=cameras, image_size=image_size,
+                    render_quality=quality, backend=cfg.env.backend, episode_len=cfg.episode_len, seeds=seeds,
+                    num_videos=int(cfg.num_videos), video_dir=str(Path(cfg.out_dir)), video_camera=cfg.video_camera,
+                    video_size=tuple(cfg.video_size), workers=int(cfg.workers))
+    described.update(task=task, backend=cfg.env.backend, render_quality=quality, seeds=[seeds[0], seeds[-1]])
+    return spec, described
+
+
+def log_to_wandb(metrics: dict, config: dict, out_dir: Path, project: str) -> None:
+    """Metrics (flattened under eval/) and videos to a wandb run; offline unless WANDB_MODE says otherwise."""
+    import os
+
+    import wandb
+
+    run = wandb.init(project=project, job_type="eval", dir=str(out_dir), config=config,
+                     mode=os.environ.get("WANDB_MODE", "offline"))
+    scalars = {"eval/success_rate": metrics["success_rate"], "eval/mean_return": metrics["mean_return"],
+               "eval/mean_max_reward": metrics["mean_max_reward"],
+               "eval/success_rate_ci95_low": metrics["success_rate_ci95"][0],
+               "eval/success_rate_ci95_high": metrics["success_rate_ci95"][1],
+               **{f"eval/stage_rate_{k}": v for k, v in metrics["stage_rates"].items()}}
+    if metrics["latency_ms_per_query"]["median"] is not None:
+        scalars["eval/latency_ms_median"] = metrics["latency_ms_per_query"]["median"]
+    for i, path in enumerate(metrics["videos"]):
+        scalars[f"eval/video_{i}"] = wandb.Video(path, format="mp4")
+    run.log(scalars)
+    run.finish()

@@ -1,0 +1,27 @@
+"""Shared by the training and evaluation tests: a tiny ACT config over a tiny real dataset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "configs"
+IMAGE = 32  # 32x32 images: a 1x1 ResNet feature map, fast on a CPU
+
+
+def tiny_overrides(dataset_dir, out_dir, *extra) -> list[str]:
+    """Hydra overrides for a few-second training run of a 32-wide ACT on ``dataset_dir``."""
+    return [f"data.dataset_dir={dataset_dir}", f"out_dir={out_dir}", f"task.image_size=[{IMAGE},{IMAGE}]",
+            "policy=small", "policy.chunk_size=10", "policy.model.hidden_dim=32", "policy.model.ff_dim=64",
+            "policy.model.heads=2", "policy.model.enc_layers=1", "policy.model.vae_enc_layers=1",
+            "policy.model.latent_dim=4", "policy.module.optimizer.lr=3e-4", "policy.module.lr_backbone=3e-4",
+            "data.batch_size=4", "data.num_workers=0", "logger=csv", "trainer.val_check_interval=10",
+            "trainer.limit_val_batches=2", "trainer.log_every_n_steps=1",
+            "callbacks.periodic.every_n_train_steps=1000", *extra]
+
+
+def make_cfg(dataset_dir, out_dir, *extra):
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        return compose("train", overrides=tiny_overrides(dataset_dir, out_dir, *extra))

@@ -1,0 +1,106 @@
+"""The policy runtime: temporal ensembling, chunked execution, observation checks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from act.policy import ACTPolicy, TemporalEnsembler
+
+
+def _ensemble_at(chunks: list[np.ndarray], coeff: float, steps: int) -> list[np.ndarray]:
+    ensembler = TemporalEnsembler(coeff, len(chunks[0]))
+    return [ensembler.update(chunks[t]) for t in range(steps)]
+
+
+def test_worked_example_two_predictions():
+    # Queries at t=0 and t=1 both predict step 1: 2 (older), then 4 (newer); m = ln 2 -> weights (1, 1/2).
+    out = _ensemble_at([np.array([[0.0], [2.0]]), np.array([[4.0], [9.0]])], math.log(2), 2)
+    assert out[1][0] == pytest.approx(8 / 3)
+
+
+def test_worked_example_three_predictions():
+    # Step 2 is predicted by queries at t=0, 1, 2 as 1, 3, 5 (oldest first) -> 15/7, not 27/7.
+    chunks = [np.array([[0.0], [0.0], [1.0]]), np.array([[0.0], [3.0], [0.0]]), np.array([[5.0], [0.0], [0.0]])]
+    out = _ensemble_at(chunks, math.log(2), 3)
+    assert out[2][0] == pytest.approx(15 / 7)
+    assert out[2][0] != pytest.approx(27 / 7)
+
+
+@pytest.mark.parametrize("coeff", [0.0, 0.01, 0.3, 2.0])
+def test_online_equals_brute_force_weighted_average(coeff):
+    rng = np.random.default_rng(1)
+    k, steps, dim = 6, 25, 3
+    chunks = rng.normal(size=(steps, k, dim))
+    online = _ensemble_at(list(chunks), coeff, steps)
+    for t in range(steps):  # the first steps have fewer predictions; later ones k, up to the chunk's end
+        queries = range(max(0, t - k + 1), t + 1)  # oldest first
+        preds = np.array([chunks[q][t - q] for q in queries])
+        weights = np.exp(-coeff * np.arange(len(preds)))
+        np.testing.assert_allclose(online[t], (weights[:, None] * preds).sum(0) / weights.sum(), rtol=1e-10)
+
+
+def test_ensembler_rejects_bad_input():
+    with pytest.raises(ValueError, match="temporal_ensemble_coeff"):
+        TemporalEnsembler(-0.1, 4)
+    with pytest.raises(ValueError, match="shape"):
+        TemporalEnsembler(0.01, 4).update(np.zeros((3, 2)))
+
+
+def _observation(policy: ACTPolicy, qpos=None):
+    h, w = policy.image_size
+    return {"qpos": np.zeros(14) if qpos is None else qpos,
+            "images": {cam: np.zeros((h, w, 3), np.uint8) for cam in policy.camera_names}}
+
+
+def test_chunked_mode_plays_in_order_and_requeries_on_schedule(tiny_checkpoint):
+    policy = ACTPolicy.from_checkpoint(tiny_checkpoint, n_action_steps=3)
+    calls = []
+
+    def fake_chunk(observation):
+        calls.append(len(calls))
+        return np.arange(10)[:, None] * np.ones((10, 14)) + 100 * len(calls)
+
+    policy.predict_chunk = fake_chunk
+    actions = [policy.select_action(_observation(policy))[0] for _ in range(7)]
+    assert actions == [100, 101, 102, 200, 201, 202, 300]  # queries at steps 0, 3 and 6
+    policy.reset()
+    assert policy.select_action(_observation(policy))[0] == 400  # a reset queries afresh
+
+
+def test_policy_outputs_are_deterministic(tiny_checkpoint):
+    policy = ACTPolicy.from_checkpoint(tiny_checkpoint, temporal_ensemble_coeff=0.01)
+    obs = _observation(policy, qpos=np.linspace(-1, 1, 14))
+    first = [policy.select_action(obs) for _ in range(3)]
+    policy.reset()
+    again = [policy.select_action(obs) for _ in range(3)]
+    np.testing.assert_array_equal(np.array(first), np.array(again))
+    assert first[0].shape == (14,) and policy.queries == 6
+    chunk = ACTPolicy.from_checkpoint(tiny_checkpoint).predict_chunk(obs)
+    assert chunk.shape == (10, 14) and np.all(np.isfinite(chunk))
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda o: o["images"].pop("top"), r"lacks camera\(s\) \['top'\]"),
+    (lambda o: o["images"].__setitem__("top", np.zeros((48, 64, 3), np.uint8)), "32x32x3 uint8"),
+    (lambda o: o["images"].__setitem__("top", np.zeros((32, 32, 3), np.float32)), "uint8"),
+    (lambda o: o.__setitem__("qpos", np.zeros(16)), r"shape \(14,\)"),
+    (lambda o: o.__setitem__("qpos", np.full(14, np.nan)), "NaN"),
+])
+def test_observation_mismatches_raise(tiny_checkpoint, change, message):
+    policy = ACTPolicy.from_checkpoint(tiny_checkpoint)
+    obs = _observation(policy)
+    change(obs)
+    with pytest.raises(ValueError, match=message):
+        policy.select_action(obs)
+
+
+def test_bad_execution_settings(tiny_checkpoint, tmp_path):
+    with pytest.raises(ValueError, match="n_action_steps"):
+        ACTPolicy.from_checkpoint(tiny_checkpoint, n_action_steps=11)
+    with pytest.raises(ValueError, match="precision"):
+        ACTPolicy.from_checkpoint(tiny_checkpoint, precision="fp8")
+    with pytest.raises(FileNotFoundError, match="missing.ckpt"):
+        ACTPolicy.from_checkpoint(tmp_path / "missing.ckpt")
