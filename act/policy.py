@@ -48,9 +48,10 @@ class TemporalEnsembler:
         chunk = np.asarray(chunk, dtype=np.float64)
         if chunk.ndim != 2 or len(chunk) != self.chunk_size:
             raise ValueError(f"expected a chunk of shape ({self.chunk_size}, A), got {chunk.shape}")
-        held = 0 if self.mean is None else len(self.mean)
-        count = np.concatenate([self.count, np.zeros(self.chunk_size - held, dtype=np.int64)])  # (k,)
-        mean = np.zeros_like(chunk) if self.mean is None else np.concatenate([self.mean, chunk[held:] * 0])
+        held = len(self.count)  # steps already predicted by earlier queries
+        mean, count = np.zeros_like(chunk), np.zeros(self.chunk_size, dtype=np.int64)  # (k, A), (k,)
+        if held:
+            mean[:held], count[:held] = self.mean, self.count
         w_new = self.weights[count][:, None]  # (k, 1): the new prediction is the newest of each step
         mean = (mean * self.cum_weights[count][:, None] + w_new * chunk) / self.cum_weights[count + 1][:, None]
         count = count + 1
