@@ -6,6 +6,7 @@ to Lightning (steps, logging, optimiser groups, checkpoint contents, exact resum
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any, Callable, Sequence
 
@@ -21,6 +22,21 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
+LR_SCHEDULES = ("constant", "cosine")
+
+
+def lr_factor_fn(schedule: str, warmup_steps: int, total_steps: int, min_ratio: float) -> Callable[[int], float]:
+    """The multiplier of the peak learning rate at each optimiser step (for ``LambdaLR``)."""
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / warmup_steps
+        if schedule == "constant":
+            return 1.0
+        progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
+        return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+    return factor
+
+
 class ACTLitModule(L.LightningModule):
     """Trains ``ACT`` with L1 over non-padded actions + ``kl_weight`` x KL.
 
@@ -29,6 +45,10 @@ class ACTLitModule(L.LightningModule):
         kl_weight: beta of the CVAE objective (paper: 10).
         optimizer: a partial optimiser (Hydra ``_partial_: true``) taking parameter groups.
         lr_backbone: learning rate of the ResNet backbone's group (the rest use the optimiser's lr).
+        lr_schedule: ``constant`` (the paper) or ``cosine``: after the warm-up, every group's rate
+            decays along a half cosine to ``lr_min_ratio`` times its peak at ``trainer.max_steps``.
+        lr_warmup_steps: steps of linear warm-up from 0 to the peak rates (0: none).
+        lr_min_ratio: the cosine schedule's final rate as a fraction of the peak.
         channels_last: run the backbone in channels-last memory format (faster convolutions).
         val_posterior: also validate with z = mu of the posterior (``val_posterior/l1``).
         camera_names: cameras in the order the policy sees them (set by ``scripts/train.py``).
@@ -47,7 +67,8 @@ class ACTLitModule(L.LightningModule):
                  lr_backbone: float = 1e-5, channels_last: bool = True, val_posterior: bool = False,
                  camera_names: Sequence[str] = ("top",), image_size: Sequence[int] = (480, 640),
                  stats: dict | None = None, task: str | None = None, render_quality: str | None = None,
-                 train_config: dict | None = None):
+                 train_config: dict | None = None, lr_schedule: str = "constant", lr_warmup_steps: int = 0,
+                 lr_min_ratio: float = 0.0):
         super().__init__()
         self.save_hyperparameters(ignore=["optimizer"])
         config = ACTConfig(**{**dict(model), "num_cameras": len(camera_names)})
@@ -58,6 +79,15 @@ class ACTLitModule(L.LightningModule):
         self.kl_weight = float(kl_weight)
         self.optimizer_factory = optimizer
         self.lr_backbone = lr_backbone
+        if lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"unknown lr_schedule {lr_schedule!r}; valid: {', '.join(LR_SCHEDULES)}")
+        if lr_warmup_steps < 0:
+            raise ValueError(f"lr_warmup_steps must be >= 0, got {lr_warmup_steps}")
+        if not 0.0 <= lr_min_ratio <= 1.0:
+            raise ValueError(f"lr_min_ratio must be in [0, 1], got {lr_min_ratio}")
+        self.lr_schedule = lr_schedule
+        self.lr_warmup_steps = int(lr_warmup_steps)
+        self.lr_min_ratio = float(lr_min_ratio)
         self.channels_last = channels_last
         self.val_posterior = val_posterior
         self.camera_names = list(camera_names)
@@ -125,7 +155,16 @@ class ACTLitModule(L.LightningModule):
             raise ValueError("ACTLitModule needs an optimizer (a partial, e.g. torch.optim.AdamW) to train")
         backbone = [p for n, p in self.model.named_parameters() if n.startswith("backbone.") and p.requires_grad]
         rest = [p for n, p in self.model.named_parameters() if not n.startswith("backbone.") and p.requires_grad]
-        return self.optimizer_factory([{"params": rest}, {"params": backbone, "lr": self.lr_backbone}])
+        optimizer = self.optimizer_factory([{"params": rest}, {"params": backbone, "lr": self.lr_backbone}])
+        if self.lr_schedule == "constant" and self.lr_warmup_steps == 0:
+            return optimizer
+        total = self.trainer.max_steps if self._trainer is not None else -1
+        if self.lr_schedule == "cosine" and (total is None or total <= self.lr_warmup_steps):
+            raise ValueError(f"lr_schedule=cosine needs trainer.max_steps > lr_warmup_steps "
+                             f"({self.lr_warmup_steps}), got {total}")
+        factor = lr_factor_fn(self.lr_schedule, self.lr_warmup_steps, total, self.lr_min_ratio)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     # -- exact resume -----------------------------------------------------------------------
     # Lightning restores weights, optimiser and step counters; dropout and the CVAE's noise

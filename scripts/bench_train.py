@@ -56,6 +56,8 @@ def bench_training(cfg: DictConfig, precision: str) -> dict:
     module = build_module(cfg)
     module.train()
     optimizer = module.configure_optimizers()
+    if isinstance(optimizer, dict):  # a schedule does not change the cost of a step
+        optimizer = optimizer["optimizer"]
     gen = torch.Generator().manual_seed(cfg.seed)
     batch = make_batch(cfg, cfg.batch_size, cfg.policy.chunk_size, gen)
 
