@@ -1,10 +1,11 @@
-"""Training callbacks: throughput in the progress bar and logs."""
+"""Training callbacks: throughput in the progress bar and logs; a checkpoint when interrupted."""
 
 from __future__ import annotations
 
 import time
 
 import lightning as L
+from lightning.pytorch.callbacks import OnExceptionCheckpoint
 
 
 class SamplesPerSecond(L.Callback):
@@ -23,3 +24,15 @@ class SamplesPerSecond(L.Callback):
             steps = len(self._times) - 1
             rate = steps * batch["qpos"].shape[0] * trainer.world_size / (self._times[-1] - self._times[0])
             pl_module.log("train/samples_per_s", rate, prog_bar=True, batch_size=1, rank_zero_only=True)
+
+
+class InterruptCheckpoint(OnExceptionCheckpoint):
+    """On Ctrl-C or an exception, saves ``<dirpath>/<filename>.ckpt`` and says how to resume from it."""
+
+    def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
+        if trainer.global_step == 0 or not trainer.training:
+            return  # nothing trained yet (a set-up error), or not in the training loop
+        super().on_exception(trainer, pl_module, exception)
+        if trainer.is_global_zero:
+            print(f"\n{type(exception).__name__} at step {trainer.global_step}: saved {self.ckpt_path}; "
+                  f"resume exactly with ckpt_path={self.ckpt_path}", flush=True)

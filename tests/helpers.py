@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import lightning as L
 from hydra import compose, initialize_config_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,3 +26,14 @@ def tiny_overrides(dataset_dir, out_dir, *extra) -> list[str]:
 def make_cfg(dataset_dir, out_dir, *extra):
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         return compose("train", overrides=tiny_overrides(dataset_dir, out_dir, *extra))
+
+
+class InterruptAt(L.Callback):
+    """Raises KeyboardInterrupt at the end of training step ``step``, as Ctrl-C would."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if trainer.global_step == self.step:
+            raise KeyboardInterrupt
