@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -84,9 +84,10 @@ class ACTPolicy:
         if precision not in ("32-true", "bf16-mixed"):
             raise ValueError(f"unknown precision {precision!r}; valid: 32-true, bf16-mixed")
         self.precision = precision
-        self.ensembler = None
+        self.temporal_ensemble_coeff = None
         if temporal_ensemble_coeff is not None:
-            self.ensembler = TemporalEnsembler(temporal_ensemble_coeff, self.chunk_size)
+            TemporalEnsembler(temporal_ensemble_coeff, self.chunk_size)  # checks the coefficient
+            self.temporal_ensemble_coeff = float(temporal_ensemble_coeff)
             self.n_action_steps = 1
         else:
             n = self.chunk_size if n_action_steps is None else int(n_action_steps)
@@ -109,11 +110,22 @@ class ACTPolicy:
     def task(self) -> str | None:
         return self.module.hparams.get("task")
 
-    def reset(self) -> None:
-        """Forget the previous episode (call before each one)."""
-        self._queue: list[np.ndarray] = []
-        if self.ensembler is not None:
-            self.ensembler.reset()
+    @property
+    def execution(self) -> str:
+        if self.temporal_ensemble_coeff is not None:
+            return f"temporal ensembling, m={self.temporal_ensemble_coeff:g}"
+        return f"chunked, n_action_steps={self.n_action_steps}"
+
+    def reset(self, num_envs: int = 1) -> None:
+        """Forget the previous episodes (call before each); ``num_envs`` episodes run side by side."""
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        self.num_envs = int(num_envs)
+        self._queues: list[list[np.ndarray]] = [[] for _ in range(self.num_envs)]
+        self._ensemblers = None
+        if self.temporal_ensemble_coeff is not None:
+            self._ensemblers = [TemporalEnsembler(self.temporal_ensemble_coeff, self.chunk_size)
+                                for _ in range(self.num_envs)]
 
     def check_observation(self, observation: Mapping) -> None:
         """Raise ``ValueError`` naming what does not match the policy's training setup."""
@@ -150,13 +162,47 @@ class ACTPolicy:
         self.queries += 1
         return chunk[0].float().cpu().numpy()
 
-    def select_action(self, observation: Mapping) -> np.ndarray:
-        """The (action_dim,) joint command for this control step."""
-        if self.ensembler is not None:
-            return self.ensembler.update(self.predict_chunk(observation)).astype(np.float64)
-        if not self._queue:
-            chunk = self.predict_chunk(observation)
-            self._queue = list(chunk[: self.n_action_steps])
-        else:
+    @torch.no_grad()
+    def predict_chunks(self, observations: Sequence[Mapping]) -> np.ndarray:
+        """One batched network query: (N, chunk_size, action_dim) raw actions for N observations."""
+        if len(observations) == 1:
+            return self.predict_chunk(observations[0])[None]
+        for observation in observations:
             self.check_observation(observation)
-        return np.asarray(self._queue.pop(0), dtype=np.float64)
+        qpos = torch.as_tensor(np.stack([np.asarray(o["qpos"], dtype=np.float32) for o in observations]),
+                               device=self.device)  # (N, D)
+        frames = np.stack([np.stack([o["images"][cam] for cam in self.camera_names])
+                           for o in observations])  # (N, C, H, W, 3)
+        images = torch.from_numpy(frames).to(self.device).permute(0, 1, 4, 2, 3)  # (N, C, 3, H, W)
+        with self._autocast():
+            chunks = self.module.predict_chunk(qpos, images)  # (N, k, A)
+        self.queries += 1
+        return chunks.float().cpu().numpy()
+
+    def select_actions(self, observations: Sequence[Mapping | None]) -> list[np.ndarray | None]:
+        """The joint commands of ``num_envs`` episodes run side by side (see ``reset``), with one
+        batched network query for all that need one. ``None`` marks a finished episode (gets ``None``)."""
+        if len(observations) != self.num_envs:
+            raise ValueError(f"expected {self.num_envs} observations (reset(num_envs)), got {len(observations)}")
+        live = [i for i, o in enumerate(observations) if o is not None]
+        need = [i for i in live if self._ensemblers is not None or not self._queues[i]]
+        for i in set(live) - set(need):
+            self.check_observation(observations[i])
+        actions: list[np.ndarray | None] = [None] * self.num_envs
+        if need:
+            chunks = self.predict_chunks([observations[i] for i in need])
+            for i, chunk in zip(need, chunks):
+                if self._ensemblers is not None:
+                    actions[i] = self._ensemblers[i].update(chunk).astype(np.float64)
+                else:
+                    self._queues[i] = list(chunk[: self.n_action_steps])
+        if self._ensemblers is None:
+            for i in live:
+                actions[i] = np.asarray(self._queues[i].pop(0), dtype=np.float64)
+        return actions
+
+    def select_action(self, observation: Mapping) -> np.ndarray:
+        """The (action_dim,) joint command for this control step (one episode: ``reset()``)."""
+        if self.num_envs != 1:
+            raise ValueError(f"the policy runs {self.num_envs} episodes (reset(num_envs)); use select_actions")
+        return self.select_actions([observation])[0]

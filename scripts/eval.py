@@ -16,10 +16,8 @@ from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
 
-from act.eval.rollout import evaluate
-from act.eval.run import build_spec, log_to_wandb
+from act.eval.run import build_spec, evaluate_with_bar, log_to_wandb, summary_line
 from envs.io import write_json
 
 
@@ -31,25 +29,12 @@ def main(cfg: DictConfig) -> dict:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
     out_dir = Path(cfg.out_dir)
-    bar = tqdm(total=len(spec.seeds), desc=f"eval {spec.task}", unit="ep")
-
-    def progress(result, results):
-        bar.update(1)
-        bar.set_postfix(success=f"{sum(r.success for r in results)}/{len(results)}")
-
-    metrics = evaluate(spec, progress)
-    bar.close()
+    metrics = evaluate_with_bar(spec)
     metrics = {"task": spec.task, **described, **metrics}
     path = write_json(out_dir / "metrics.json", metrics)
     if cfg.logger.wandb:
         log_to_wandb(metrics, OmegaConf.to_container(cfg, resolve=True), out_dir, cfg.logger.project)
-    low, high = metrics["success_rate_ci95"]
-    stages = " ".join(f">={k}:{v:.2f}" for k, v in metrics["stage_rates"].items())
-    latency = metrics["latency_ms_per_query"]
-    lat = f"{latency['median']:.1f} ms/query (p95 {latency['p95']:.1f})" if latency["median"] is not None else "-"
-    print(f"{spec.task}: success {metrics['successes']}/{metrics['num_episodes']} = {metrics['success_rate']:.3f} "
-          f"[95% CI {low:.3f}-{high:.3f}] | stages {stages} | mean return {metrics['mean_return']:.1f} | {lat} | "
-          f"{metrics['share_of_steps_over_tick']:.0%} of steps over 20 ms")
+    print(summary_line(metrics))
     print(f"metrics: {path}" + (f" | videos: {', '.join(metrics['videos'])}" if metrics["videos"] else ""))
     return metrics
 

@@ -11,7 +11,7 @@ import pytest
 
 from act.eval.backends import GymAlohaEnv, make_eval_env
 from act.eval.expert import ScriptedReplayPolicy
-from act.eval.rollout import EvalSpec, evaluate
+from act.eval.rollout import EvalSpec, evaluate, run_episodes
 from act.policy import ACTPolicy
 from act.train import train
 from envs import make_env
@@ -40,6 +40,27 @@ def test_identical_seeds_give_identical_results(tiny_checkpoint):
     assert [[e[k] for k in keys] for e in first["episodes"]] == [[e[k] for k in keys] for e in again["episodes"]]
     parallel = evaluate(_spec(tiny_checkpoint, (5, 6), workers=2))
     assert [e["total_return"] for e in parallel["episodes"]] == [e["total_return"] for e in first["episodes"]]
+
+
+def test_batched_episodes_match_one_at_a_time(tiny_checkpoint):
+    single = evaluate(_spec(tiny_checkpoint, (5, 6, 7)))
+    batched = evaluate(_spec(tiny_checkpoint, (5, 6, 7), batch_envs=2))  # groups (5, 6) and (7,)
+    keys = ("seed", "max_reward", "steps")
+    assert [[e[k] for k in keys] for e in batched["episodes"]] == [[e[k] for k in keys] for e in single["episodes"]]
+    np.testing.assert_allclose([e["total_return"] for e in batched["episodes"]],
+                               [e["total_return"] for e in single["episodes"]])
+    # One batched query per step for the pair: 60 per episode, as one at a time.
+    assert batched["latency_ms_per_query"]["queries"] == 3 * 60
+    with pytest.raises(ValueError, match="batch_envs must be >= 1"):
+        evaluate(_spec(tiny_checkpoint, (5,), batch_envs=0))
+
+
+def test_only_batching_policies_run_envs_side_by_side():
+    envs = [make_env("transfer_cube", cameras=(), image_size=(48, 64), episode_len=5) for _ in range(2)]
+    with pytest.raises(ValueError, match="ScriptedReplayPolicy has no select_actions"):
+        run_episodes(envs, ScriptedReplayPolicy("transfer_cube"), [0, 1])
+    with pytest.raises(ValueError, match="one seed per env"):
+        run_episodes(envs, ScriptedReplayPolicy("transfer_cube"), [0])
 
 
 def test_eval_script_end_to_end(run_script, tiny_checkpoint, tmp_path):

@@ -82,6 +82,35 @@ def test_policy_outputs_are_deterministic(tiny_checkpoint):
     assert chunk.shape == (10, 14) and np.all(np.isfinite(chunk))
 
 
+@pytest.mark.parametrize("options", [{"temporal_ensemble_coeff": 0.01}, {"n_action_steps": 4}])
+def test_side_by_side_episodes_equal_separate_ones(tiny_checkpoint, options):
+    rng = np.random.default_rng(0)
+    policy = ACTPolicy.from_checkpoint(tiny_checkpoint, **options)
+    h, w = policy.image_size
+    streams = [[{"qpos": rng.normal(size=14), "images": {"top": rng.integers(0, 255, (h, w, 3), dtype=np.uint8)}}
+                for _ in range(6)] for _ in range(3)]
+    separate = []
+    for stream in streams:
+        policy.reset()
+        separate.append([policy.select_action(obs) for obs in stream])
+    policy.reset(num_envs=3)
+    together = [[], [], []]
+    for t in range(6):
+        # The third episode ends after 4 steps: None from then on, and it gets None back.
+        obs = [streams[0][t], streams[1][t], streams[2][t] if t < 4 else None]
+        actions = policy.select_actions(obs)
+        assert (actions[2] is None) == (t >= 4)
+        for i, action in enumerate(actions):
+            if action is not None:
+                together[i].append(action)
+    for i in range(3):
+        np.testing.assert_allclose(np.array(together[i]), np.array(separate[i][:len(together[i])]), atol=1e-5)
+    with pytest.raises(ValueError, match="use select_actions"):
+        policy.select_action(streams[0][0])
+    with pytest.raises(ValueError, match="expected 3 observations"):
+        policy.select_actions(streams[0][:2])
+
+
 @pytest.mark.parametrize("change, message", [
     (lambda o: o["images"].pop("top"), r"lacks camera\(s\) \['top'\]"),
     (lambda o: o["images"].__setitem__("top", np.zeros((48, 64, 3), np.uint8)), "32x32x3 uint8"),

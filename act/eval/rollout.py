@@ -1,8 +1,9 @@
 """Rolling policies out in closed loop and turning episodes into metrics.
 
-``run_episode(env, policy, seed)`` plays one episode at 50 Hz; ``evaluate(spec)`` runs many,
-in parallel worker processes if asked, and returns the metrics dict that ``scripts/eval.py``
-writes. Any policy with ``reset()`` and ``select_action(observation)`` works.
+``run_episode(env, policy, seed)`` plays one episode at 50 Hz, ``run_episodes`` several side by
+side with batched network queries; ``evaluate(spec)`` runs many, in parallel worker processes if
+asked, and returns the metrics dict that ``scripts/eval.py`` writes. Any policy with ``reset()``
+and ``select_action(observation)`` works; ``ACTPolicy`` also batches (``select_actions``).
 """
 
 from __future__ import annotations
@@ -39,32 +40,69 @@ class EpisodeResult:
 def run_episode(env, policy, seed: int, video_path: str | Path | None = None, video_camera: str = "top",
                 video_size: Sequence[int] = (240, 320)) -> EpisodeResult:
     """One closed-loop episode from ``env.reset(seed=seed)`` until the env's last step."""
-    ts = env.reset(seed=seed)
-    policy.reset()
-    rewards, query_ms, step_ms, frames = [], [], [], []
-    max_reward = 0
-    for t in range(env.episode_len):
+    return run_episodes([env], policy, [seed], [video_path], video_camera, video_size)[0]
+
+
+def run_episodes(envs: Sequence, policy, seeds: Sequence[int], video_paths: Sequence[str | Path | None] | None = None,
+                 video_camera: str = "top", video_size: Sequence[int] = (240, 320)) -> list[EpisodeResult]:
+    """Episodes side by side, one per (env, seed), stepped in lockstep until each env's last step.
+
+    A policy with ``select_actions`` (``ACTPolicy``) gets every live observation at once and
+    batches its network queries; any other policy (``reset()``, ``select_action``) runs one env.
+    The time of a batched call counts for every episode in it (latencies are per call).
+    """
+    n = len(envs)
+    if n != len(seeds) or n == 0:
+        raise ValueError(f"need one seed per env, got {n} envs and {len(seeds)} seeds")
+    video_paths = list(video_paths) if video_paths is not None else [None] * n
+    if hasattr(policy, "select_actions"):
+        policy.reset(n)
+        select = policy.select_actions
+    elif n == 1:
+        policy.reset()
+
+        def select(observations):
+            return [policy.select_action(observations[0])]
+    else:
+        raise ValueError(f"{type(policy).__name__} has no select_actions: it runs one env at a time")
+    steps = [env.reset(seed=seed) for env, seed in zip(envs, seeds)]
+    live = [True] * n
+    rewards: list[list[int]] = [[] for _ in range(n)]
+    query_ms: list[list[float]] = [[] for _ in range(n)]
+    step_ms: list[list[float]] = [[] for _ in range(n)]
+    frames: list[list[np.ndarray]] = [[] for _ in range(n)]
+    max_reward = [0] * n
+    for t in range(max(env.episode_len for env in envs)):
         queries = getattr(policy, "queries", 0)
         start = time.perf_counter()
-        action = policy.select_action(ts.observation)
+        actions = select([ts.observation if alive else None for ts, alive in zip(steps, live)])
         elapsed = 1000.0 * (time.perf_counter() - start)
-        step_ms.append(elapsed)
-        if getattr(policy, "queries", 0) != queries:
-            query_ms.append(elapsed)
-        ts = env.step(action)
-        reward = int(ts.reward or 0)
-        rewards.append(reward)
-        max_reward = max(max_reward, reward)
-        if video_path is not None:
-            frame = env.render(video_camera, video_size)
-            frames.append(overlay_text(frame, [f"seed {seed}  t={t + 1}  reward {reward}  max {max_reward}/4"]))
-        if ts.last():
+        queried = getattr(policy, "queries", 0) != queries
+        for i in range(n):
+            if not live[i]:
+                continue
+            step_ms[i].append(elapsed)
+            if queried:
+                query_ms[i].append(elapsed)
+            steps[i] = envs[i].step(actions[i])
+            reward = int(steps[i].reward or 0)
+            rewards[i].append(reward)
+            max_reward[i] = max(max_reward[i], reward)
+            if video_paths[i] is not None:
+                frame = envs[i].render(video_camera, video_size)
+                frames[i].append(overlay_text(frame, [f"seed {seeds[i]}  t={t + 1}  reward {reward}  "
+                                                      f"max {max_reward[i]}/4"]))
+            if steps[i].last():
+                live[i] = False
+        if not any(live):
             break
-    video = None
-    if video_path is not None and frames:
-        video = str(write_mp4(video_path, frames))
-    return EpisodeResult(seed=seed, max_reward=max_reward, success=max_reward >= 4, total_return=float(sum(rewards)),
-                         steps=len(rewards), query_ms=query_ms, step_ms=step_ms, video=video)
+    results = []
+    for i in range(n):
+        video = str(write_mp4(video_paths[i], frames[i])) if video_paths[i] is not None and frames[i] else None
+        results.append(EpisodeResult(seed=seeds[i], max_reward=max_reward[i], success=max_reward[i] >= 4,
+                                     total_return=float(sum(rewards[i])), steps=len(rewards[i]),
+                                     query_ms=query_ms[i], step_ms=step_ms[i], video=video))
+    return results
 
 
 @dataclass
@@ -87,6 +125,7 @@ class EvalSpec:
     video_camera: str = "top"
     video_size: tuple[int, int] = (240, 320)
     workers: int = 1
+    batch_envs: int = 1  # episodes per worker run side by side, their network queries batched
 
 
 _WORKER: dict = {}
@@ -99,42 +138,49 @@ def _init_worker(spec: EvalSpec, threads: int | None) -> None:
         torch.set_num_threads(threads)
     from act.eval.backends import make_eval_env
 
-    _WORKER["env"] = make_eval_env(spec.backend, spec.task, spec.cameras, spec.image_size, spec.render_quality,
-                                   spec.episode_len)
+    _WORKER["envs"] = [make_eval_env(spec.backend, spec.task, spec.cameras, spec.image_size, spec.render_quality,
+                                     spec.episode_len) for _ in range(spec.batch_envs)]
     _WORKER["policy"] = spec.make_policy()
     _WORKER["spec"] = spec
 
 
-def _run_seed(index: int) -> EpisodeResult:
+def _run_group(indices: Sequence[int]) -> list[EpisodeResult]:
     spec: EvalSpec = _WORKER["spec"]
-    seed = spec.seeds[index]
-    video = None
-    if index < spec.num_videos and spec.video_dir:
-        video = Path(spec.video_dir) / f"episode_{index}_seed{seed}.mp4"
-    return run_episode(_WORKER["env"], _WORKER["policy"], seed, video, spec.video_camera, spec.video_size)
+    seeds = [spec.seeds[i] for i in indices]
+    videos = [Path(spec.video_dir) / f"episode_{i}_seed{spec.seeds[i]}.mp4"
+              if i < spec.num_videos and spec.video_dir else None for i in indices]
+    return run_episodes(_WORKER["envs"][:len(indices)], _WORKER["policy"], seeds, videos, spec.video_camera,
+                        spec.video_size)
 
 
 def evaluate(spec: EvalSpec, progress: Callable[[EpisodeResult, list[EpisodeResult]], None] | None = None) -> dict:
-    """Run one episode per seed of ``spec``; return the metrics (see ``episode_metrics``)."""
+    """Run one episode per seed of ``spec``; return the metrics (see ``episode_metrics``).
+
+    Seeds go to ``workers`` processes in groups of ``batch_envs`` episodes run side by side.
+    """
     if not spec.seeds:
         raise ValueError("no evaluation seeds")
+    if spec.batch_envs < 1:
+        raise ValueError(f"batch_envs must be >= 1, got {spec.batch_envs}")
     start = time.perf_counter()
     results: list[EpisodeResult] = []
-    indices = range(len(spec.seeds))
+    indices = list(range(len(spec.seeds)))
+    groups = [indices[i:i + spec.batch_envs] for i in range(0, len(indices), spec.batch_envs)]
     if spec.workers <= 1:
         _init_worker(spec, None)
-        outcomes = map(_run_seed, indices)
+        outcomes = map(_run_group, groups)
         executor = None
     else:
         threads = max(1, (os.cpu_count() or 1) // spec.workers)
         executor = ProcessPoolExecutor(spec.workers, mp_context=multiprocessing.get_context("spawn"),
                                        initializer=_init_worker, initargs=(spec, threads))
-        outcomes = executor.map(_run_seed, indices)
+        outcomes = executor.map(_run_group, groups)
     try:
-        for result in outcomes:
-            results.append(result)
-            if progress is not None:
-                progress(result, results)
+        for group in outcomes:
+            for result in group:
+                results.append(result)
+                if progress is not None:
+                    progress(result, results)
     finally:
         if executor is not None:
             executor.shutdown(cancel_futures=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from act.eval.expert import ScriptedReplayPolicy
-from act.eval.rollout import EvalSpec
+from act.eval.rollout import EvalSpec, evaluate
 from act.policy import ACTPolicy
 from envs.constants import TASKS
 
@@ -20,6 +20,10 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
     """The evaluation spec and a description of the policy, with every input checked."""
     if cfg.num_episodes <= 0:
         raise ValueError(f"num_episodes must be positive, got {cfg.num_episodes}")
+    if int(cfg.get("batch_envs", 1)) < 1:
+        raise ValueError(f"batch_envs must be >= 1, got {cfg.batch_envs}")
+    if cfg.expert and int(cfg.get("batch_envs", 1)) > 1:
+        raise ValueError("the scripted expert runs one episode at a time: use batch_envs=1 with expert=true")
     if cfg.num_videos < 0:
         raise ValueError(f"num_videos must be >= 0, got {cfg.num_videos}")
     chosen_task = cfg.task.name if cfg.get("task") else None
@@ -49,15 +53,44 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
         cameras, image_size = tuple(probe.camera_names), tuple(probe.image_size)
         quality = cfg.render_quality or probe.module.hparams.get("render_quality") or "paper"
         described = {"policy": str(path), "chunk_size": probe.chunk_size, "cameras": list(cameras),
-                     "image_size": list(image_size), "execution": "temporal ensembling" if probe.ensembler
-                     else f"chunked, n_action_steps={probe.n_action_steps}", **options}
+                     "image_size": list(image_size), "execution": probe.execution, **options}
     seeds = tuple(int(cfg.seed) + i for i in range(int(cfg.num_episodes)))
     spec = EvalSpec(make_policy=make_policy, task=task, cameras=cameras, image_size=image_size,
                     render_quality=quality, backend=cfg.env.backend, episode_len=cfg.episode_len, seeds=seeds,
                     num_videos=int(cfg.num_videos), video_dir=str(Path(cfg.out_dir)), video_camera=cfg.video_camera,
-                    video_size=tuple(cfg.video_size), workers=int(cfg.workers))
-    described.update(task=task, backend=cfg.env.backend, render_quality=quality, seeds=[seeds[0], seeds[-1]])
+                    video_size=tuple(cfg.video_size), workers=int(cfg.workers),
+                    batch_envs=int(cfg.get("batch_envs", 1)))
+    described.update(task=task, backend=cfg.env.backend, render_quality=quality, seeds=[seeds[0], seeds[-1]],
+                     batch_envs=spec.batch_envs)
     return spec, described
+
+
+def evaluate_with_bar(spec: EvalSpec) -> dict:
+    """``evaluate`` with a progress bar of episodes and the running success count."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(spec.seeds), desc=f"eval {spec.task}", unit="ep")
+
+    def progress(result, results):
+        bar.update(1)
+        bar.set_postfix(success=f"{sum(r.success for r in results)}/{len(results)}")
+
+    try:
+        return evaluate(spec, progress)
+    finally:
+        bar.close()
+
+
+def summary_line(metrics: dict) -> str:
+    """One line: success with its interval, stage rates, return, latency, real-time share."""
+    low, high = metrics["success_rate_ci95"]
+    stages = " ".join(f">={k}:{v:.2f}" for k, v in metrics["stage_rates"].items())
+    latency = metrics["latency_ms_per_query"]
+    lat = f"{latency['median']:.1f} ms/query (p95 {latency['p95']:.1f})" if latency["median"] is not None else "-"
+    return (f"{metrics['task']}: success {metrics['successes']}/{metrics['num_episodes']} = "
+            f"{metrics['success_rate']:.3f} [95% CI {low:.3f}-{high:.3f}] | stages {stages} | "
+            f"mean return {metrics['mean_return']:.1f} | {lat} | "
+            f"{metrics['share_of_steps_over_tick']:.0%} of steps over 20 ms")
 
 
 def log_to_wandb(metrics: dict, config: dict, out_dir: Path, project: str) -> None:
