@@ -24,7 +24,7 @@ def record_command(cfg: DictConfig) -> str:
     size = list(cfg.task.image_size)
     cams = ",".join(cfg.data.cameras)
     return (f"python scripts/record_demos.py task={cfg.task.name} out_dir={cfg.data.dataset_dir} "
-            f"cameras=[{cams}] image_size=[{size[0]},{size[1]}]")
+            f"cameras=[{cams}] image_size=[{size[0]},{size[1]}] render_quality={cfg.task.render_quality}")
 
 
 def build_datamodule(cfg: DictConfig) -> ACTDataModule:
@@ -80,6 +80,10 @@ def train(cfg: DictConfig) -> dict:
     dm = build_datamodule(cfg)
     module = build_module(cfg, dm)
     trainer = build_trainer(cfg)
+    schedule, warmup = getattr(module, "lr_schedule", "constant"), getattr(module, "lr_warmup_steps", 0)
+    if schedule == "cosine" and cfg.trainer.max_steps <= warmup:
+        raise ConfigError(f"policy.module.lr_schedule=cosine needs trainer.max_steps ({cfg.trainer.max_steps}) > "
+                          f"policy.module.lr_warmup_steps ({warmup})")
     if cfg.ckpt_path is not None and not Path(cfg.ckpt_path).is_file():
         raise ConfigError(f"ckpt_path {cfg.ckpt_path} does not exist")
     trainer.fit(module, datamodule=dm, ckpt_path=cfg.ckpt_path)

@@ -13,7 +13,7 @@ import torch
 from hydra import compose, initialize_config_dir
 
 from act.data.episodes import DatasetError
-from act.lit_module import ACTLitModule
+from act.lit_module import ACTLitModule, lr_factor_fn
 from act.train import ConfigError, train
 from helpers import CONFIGS, IMAGE, ROOT, make_cfg, tiny_overrides
 
@@ -76,12 +76,37 @@ def test_checkpoint_alone_rebuilds_the_policy(demos, tmp_path):
     (["task.cameras=[angle]"], DatasetError, r"\['angle'\] not in dataset"),
     ([f"task.image_size=[48,64]"], ConfigError, "episodes in .* are 32x32"),
     (["trainer.max_steps=0"], ConfigError, "max_steps"),
+    (["policy.module.lr_schedule=cosine", "policy.module.lr_warmup_steps=5", "trainer.max_steps=5"], ConfigError,
+     r"lr_schedule=cosine needs trainer.max_steps \(5\) > policy.module.lr_warmup_steps \(5\)"),
     (["policy.model.heads=3"], ConfigError, "hidden_dim \\(32\\) must be divisible by heads \\(3\\)"),
 ])
 def test_bad_configs_fail_before_training(demos, tmp_path, extra, error, message):
     with pytest.raises(error, match=message):
         train(make_cfg(demos, tmp_path / "run", *extra))
     assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+def test_lr_schedule_factors():
+    cosine = lr_factor_fn("cosine", warmup_steps=10, total_steps=110, min_ratio=0.1)
+    assert cosine(0) == pytest.approx(0.1) and cosine(9) == pytest.approx(1.0)
+    assert cosine(10) == pytest.approx(1.0) and cosine(60) == pytest.approx(0.55) and cosine(110) == pytest.approx(0.1)
+    assert cosine(500) == pytest.approx(0.1)  # past max_steps (a resumed run extended) it stays at the floor
+    constant = lr_factor_fn("constant", warmup_steps=4, total_steps=100, min_ratio=0.0)
+    assert [constant(s) for s in (0, 3, 4, 99)] == pytest.approx([0.25, 1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="unknown lr_schedule 'linear'"):
+        ACTLitModule(model={"hidden_dim": 32, "ff_dim": 64, "heads": 2}, lr_schedule="linear")
+
+
+def test_cosine_schedule_steps_every_group(demos, tmp_path):
+    out = tmp_path / "run"
+    train(make_cfg(demos, out, "trainer.max_steps=12", "policy.module.lr_schedule=cosine",
+                   "policy.module.lr_warmup_steps=2", "policy.module.lr_min_ratio=0.0",
+                   "policy.module.lr_backbone=1e-4"))
+    rest, backbone = read_metric(out, "lr-AdamW/pg1"), read_metric(out, "lr-AdamW/pg2")
+    assert len(rest) == 12
+    assert rest[0] == pytest.approx(1.5e-4) and rest[1] == pytest.approx(3e-4)   # warm-up: 1/2, 2/2 of the peak
+    assert backbone[1] == pytest.approx(1e-4) and rest[-1] < 0.05 * 3e-4          # decayed to near 0 at step 12
+    assert all(a >= b for a, b in zip(rest[1:], rest[2:]))
 
 
 def test_missing_dataset_names_the_record_command(tmp_path):
