@@ -3,9 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-OUT ?= outputs/demo
+ARGS ?=
 
-.PHONY: install test test-slow demo bench clean
+.PHONY: install test test-slow demo experts bench clean
 
 install: $(STAMP)
 
@@ -21,10 +21,16 @@ test: install
 test-slow: install
 	$(PY) -m pytest -q -m slow
 
-# The main job. For now: the scripted experts on a few seeds of each task, with a video.
-demo: install
-	$(PY) scripts/scripted_rollout.py task=transfer_cube num_episodes=5 num_videos=1 out_dir=$(OUT)/transfer_cube
-	$(PY) scripts/scripted_rollout.py task=insertion num_episodes=5 num_videos=1 out_dir=$(OUT)/insertion
+# The main job: install, record 100 demos, train the CPU quickstart ACT, evaluate 50 episodes, plot.
+# Under 45 minutes on 2 CPU cores; rerun to resume. Extra Hydra overrides: make demo ARGS="...".
+demo:
+	@DEMO_START=$$(date +%s); $(MAKE) --no-print-directory install && \
+	DEMO_START=$$DEMO_START $(PY) scripts/demo.py $(ARGS)
+
+# The scripted experts on a few seeds of each task, with a video (a check of the simulator alone).
+experts: install
+	$(PY) scripts/scripted_rollout.py task=transfer_cube num_episodes=5 num_videos=1 out_dir=outputs/experts/transfer_cube
+	$(PY) scripts/scripted_rollout.py task=insertion num_episodes=5 num_videos=1 out_dir=outputs/experts/insertion
 
 bench: install
 	$(PY) scripts/bench_env.py out_dir=outputs/bench_env

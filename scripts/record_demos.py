@@ -14,9 +14,8 @@ from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
-from tqdm import tqdm
 
-from act.data.record import RecordSettings, record
+from act.data.record import RecordSettings, describe, record_with_bar
 from envs.io import write_json
 
 
@@ -28,33 +27,13 @@ def main(cfg: DictConfig) -> None:
                               render_quality=cfg.render_quality, workers=int(cfg.workers),
                               compression=cfg.compression, seed=int(cfg.seed), noise=float(cfg.noise),
                               max_attempts=cfg.max_attempts)
-    bar = tqdm(total=settings.num_episodes, desc=f"record {settings.task}", unit="ep")
-    tried = failed = 0
-
-    def progress(outcome: dict, on_disk: int) -> None:
-        nonlocal tried, failed
-        tried += 1
-        failed += not outcome["success"]
-        bar.n = on_disk
-        bar.set_postfix(seed=outcome["seed"], failed=f"{failed}/{tried}")
-        bar.refresh()
-
     try:
-        result = record(settings, progress)
+        result = record_with_bar(settings)
     except KeyboardInterrupt:
-        bar.close()
         print(f"interrupted; finished episodes are in {out_dir}: rerun the same command to complete the set",
               file=sys.stderr)
         raise SystemExit(130)
-    bar.n = settings.num_episodes
-    bar.close()
-    summary = {"task": settings.task, "num_episodes": settings.num_episodes, "kept": result.kept,
-               "recorded": result.recorded, "attempts": result.attempts, "failed_seeds": result.failures,
-               "wall_time_s": result.wall_time_s,
-               "s_per_episode": result.wall_time_s / result.recorded if result.recorded else None,
-               "cameras": list(settings.cameras), "image_size": list(settings.image_size),
-               "render_quality": settings.render_quality, "compression": settings.compression,
-               "workers": settings.workers}
+    summary = describe(settings, result)
     write_json(Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir) / "recording.json", summary)
     print(f"{settings.task}: {result.kept} kept + {result.recorded} recorded = {settings.num_episodes} episodes in "
           f"{out_dir} ({result.attempts} seeds tried, {len(result.failures)} failed, {result.wall_time_s:.0f} s)")

@@ -99,6 +99,10 @@ def scan_existing(settings: RecordSettings) -> dict[int, int]:
         if task != settings.task:
             raise ValueError(f"{folder} already holds episodes of task {task!r} (e.g. {path.name}); "
                              f"record {settings.task!r} into another out_dir")
+        quality = info.attrs.get("render_quality")
+        if quality is not None and quality != settings.render_quality:
+            raise ValueError(f"{folder} holds episodes rendered at quality {quality!r} (e.g. {path.name}), not "
+                             f"{settings.render_quality!r}; use another out_dir or render_quality={quality}")
         if set(info.cameras) != set(settings.cameras) or info.image_shape[:2] != settings.image_size:
             raise ValueError(f"{folder} holds episodes with cameras {list(info.cameras)} at "
                              f"{info.image_shape[:2]}, not {list(settings.cameras)} at {settings.image_size}; "
@@ -210,3 +214,37 @@ def record(settings: RecordSettings, progress: Callable[[dict, int], None] | Non
             leftover.unlink()  # successes beyond the target, or work cut short
         result.wall_time_s = time.perf_counter() - start
     return result
+
+
+def record_with_bar(settings: RecordSettings) -> RecordResult:
+    """``record`` with a progress bar of the episodes on disk (seeds tried and failed alongside)."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=settings.num_episodes, desc=f"record {settings.task}", unit="ep")
+    tried = failed = 0
+
+    def progress(outcome: dict, on_disk: int) -> None:
+        nonlocal tried, failed
+        tried += 1
+        failed += not outcome["success"]
+        bar.n = on_disk
+        bar.set_postfix(seed=outcome["seed"], failed=f"{failed}/{tried}")
+        bar.refresh()
+
+    try:
+        result = record(settings, progress)
+        bar.n = settings.num_episodes
+    finally:
+        bar.close()
+    return result
+
+
+def describe(settings: RecordSettings, result: RecordResult) -> dict:
+    """A JSON-able summary of a recording run."""
+    return {"task": settings.task, "num_episodes": settings.num_episodes, "kept": result.kept,
+            "recorded": result.recorded, "attempts": result.attempts, "failed_seeds": result.failures,
+            "wall_time_s": result.wall_time_s,
+            "s_per_episode": result.wall_time_s / result.recorded if result.recorded else None,
+            "cameras": list(settings.cameras), "image_size": list(settings.image_size),
+            "render_quality": settings.render_quality, "compression": settings.compression,
+            "workers": settings.workers, "out_dir": str(settings.out_dir)}

@@ -1,0 +1,86 @@
+"""A one-page PNG of a run: training curves from the CSV log, closed-loop success from metrics.json."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from envs.io import atomic_path
+
+
+def read_csv_metrics(path: str | Path, keys: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{key: (steps, values)} from Lightning's CSVLogger metrics.csv (rows without the key skipped)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"training log {path} does not exist")
+    series: dict[str, tuple[list, list]] = {k: ([], []) for k in keys}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            for key in keys:
+                if row.get(key) and row.get("step"):
+                    series[key][0].append(int(float(row["step"])))
+                    series[key][1].append(float(row[key]))
+    return {k: (np.asarray(s), np.asarray(v)) for k, (s, v) in series.items()}
+
+
+def smooth(values: np.ndarray, window: int) -> np.ndarray:
+    """Trailing moving average (shorter windows at the start)."""
+    if len(values) == 0 or window <= 1:
+        return values
+    cumsum = np.cumsum(np.insert(values, 0, 0.0))
+    idx = np.arange(1, len(values) + 1)
+    lo = np.maximum(0, idx - window)
+    return (cumsum[idx] - cumsum[lo]) / (idx - lo)
+
+
+def plot_run(csv_path: str | Path, metrics: dict | None, out_png: str | Path, title: str = "") -> Path:
+    """Loss curves (train L1 smoothed, val L1, KL) and, if given, success and stage rates with 95% CIs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curves = read_csv_metrics(csv_path, ["train/l1", "val/l1", "train/kl", "val/kl"])
+    panels = 2 if metrics else 1
+    fig, axes = plt.subplots(1, panels, figsize=(6.5 * panels, 4.2), squeeze=False)
+    ax = axes[0, 0]
+    steps, l1 = curves["train/l1"]
+    if len(l1):
+        ax.plot(steps, l1, color="tab:blue", alpha=0.2, lw=0.8)
+        ax.plot(steps, smooth(l1, 25), color="tab:blue", label="train L1 (smoothed)")
+    steps, l1 = curves["val/l1"]
+    if len(l1):
+        ax.plot(steps, l1, "o-", color="tab:orange", label="val L1 (z = 0)")
+    ax.set_yscale("log")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("L1 (normalised actions)")
+    ax.grid(True, which="both", alpha=0.3)
+    steps, kl = curves["train/kl"]
+    if len(kl):
+        twin = ax.twinx()
+        twin.plot(steps, smooth(kl, 25), color="tab:gray", lw=0.8, label="train KL")
+        twin.set_ylabel("KL", color="tab:gray")
+    ax.legend(loc="upper right")
+    ax.set_title("training")
+    if metrics:
+        ax = axes[0, 1]
+        names = ["success"] + [f"stage >= {k}" for k in metrics["stage_rates"]]
+        rates = [metrics["success_rate"]] + list(metrics["stage_rates"].values())
+        low, high = metrics["success_rate_ci95"]
+        bars = ax.bar(names, rates, color=["tab:green"] + ["tab:gray"] * len(metrics["stage_rates"]))
+        ax.errorbar([0], [rates[0]], yerr=[[rates[0] - low], [high - rates[0]]], color="black", capsize=6)
+        for bar, rate in zip(bars, rates):
+            ax.text(bar.get_x() + bar.get_width() / 2, rate + 0.02, f"{rate:.2f}", ha="center")
+        ax.set_ylim(0, 1.1)
+        ax.set_title(f"closed loop: {metrics['successes']}/{metrics['num_episodes']} episodes "
+                     f"(95% CI {low:.2f}-{high:.2f})")
+        ax.tick_params(axis="x", labelrotation=20)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    with atomic_path(out_png) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+    return Path(out_png)

@@ -1,0 +1,204 @@
+"""The whole pipeline in one command: record scripted demos, train ACT, evaluate it, plot, summarise.
+
+    python scripts/demo.py                                            # `make demo`: the CPU quickstart
+    python scripts/demo.py trainer.max_steps=2000 demo.dir=outputs/demo_short
+    python scripts/demo.py experiment=paper_transfer_cube trainer=gpu   # the paper's setting, on a GPU
+
+Settings: configs/demo.yaml and the experiment's ``demo:`` block (configs/experiment/). Rerunning
+after an interruption keeps the valid demos, resumes training exactly from its last checkpoint,
+and repeats neither a finished training nor an evaluation already done for that checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import hydra
+import torch
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from act.data.episodes import DatasetError
+from act.data.record import RecordSettings, describe, record_with_bar
+from act.eval.plot import plot_run
+from act.eval.run import build_spec, evaluate_with_bar, log_to_wandb, summary_line
+from act.train import ConfigError, train
+from envs.io import write_json
+
+DEMO_KEYS = ("dir", "num_demos", "demo_seed", "record_workers", "eval_episodes", "eval_seed", "eval_workers", "eval_batch_envs",
+             "eval_episode_len", "temporal_ensemble_coeff", "n_action_steps", "eval_precision", "num_videos",
+             "checkpoint")
+
+
+def check_demo_settings(cfg: DictConfig) -> DictConfig:
+    """The ``demo:`` block, complete and consistent (eval seeds disjoint from every demo seed)."""
+    demo = cfg.get("demo")
+    if demo is None:
+        raise ConfigError("this config has no `demo:` block; use an experiment that defines one "
+                          "(experiment=cpu_quickstart, paper_transfer_cube or paper_insertion)")
+    missing = [k for k in DEMO_KEYS if k not in demo]
+    if missing:
+        raise ConfigError(f"demo.{missing[0]} is missing (the demo block needs: {', '.join(DEMO_KEYS)})")
+    for key in ("num_demos", "eval_episodes"):
+        if int(demo[key]) <= 0:
+            raise ConfigError(f"demo.{key} must be positive, got {demo[key]}")
+    if demo.checkpoint not in ("last", "best"):
+        raise ConfigError(f"demo.checkpoint must be 'last' or 'best', got {demo.checkpoint!r}")
+    # The recorder tries at most 2 * num_demos + 20 seeds from demo_seed on.
+    demo_lo, demo_hi = int(demo.demo_seed), int(demo.demo_seed) + 2 * int(demo.num_demos) + 20
+    eval_lo, eval_hi = int(demo.eval_seed), int(demo.eval_seed) + int(demo.eval_episodes)
+    if eval_lo < demo_hi and demo_lo < eval_hi:
+        raise ConfigError(f"evaluation seeds {eval_lo}-{eval_hi - 1} may overlap the demo seeds {demo_lo}-"
+                          f"{demo_hi - 1}; move demo.eval_seed (e.g. to 100000)")
+    return demo
+
+
+def checkpoint_step(path: Path) -> int:
+    """The global step a Lightning checkpoint was saved at (0 if there is no file)."""
+    if not path.is_file():
+        return 0
+    try:
+        return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["global_step"])
+    except Exception as err:  # noqa: BLE001 - any unreadable checkpoint gets the same advice
+        raise ConfigError(f"cannot read {path} ({err}); delete it to train from the start") from err
+
+
+def evaluation_config(cfg: DictConfig, demo: DictConfig, ckpt: Path, out_dir: Path) -> DictConfig:
+    """configs/eval.yaml with the demo's choices filled in."""
+    eval_cfg = hydra.compose(config_name="eval")
+    with open_dict(eval_cfg):
+        eval_cfg.ckpt_path = str(ckpt)
+        eval_cfg.num_episodes = int(demo.eval_episodes)
+        eval_cfg.seed = int(demo.eval_seed)
+        eval_cfg.workers = int(demo.eval_workers)
+        eval_cfg.batch_envs = int(demo.eval_batch_envs)
+        eval_cfg.episode_len = demo.eval_episode_len
+        eval_cfg.temporal_ensemble_coeff = demo.temporal_ensemble_coeff
+        eval_cfg.n_action_steps = demo.n_action_steps
+        eval_cfg.precision = demo.eval_precision
+        eval_cfg.num_videos = int(demo.num_videos)
+        eval_cfg.out_dir = str(out_dir)
+        eval_cfg.logger.wandb = "wandb" in (cfg.get("logger") or {})
+    return eval_cfg
+
+
+def minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)} min {seconds % 60:04.1f} s"
+
+
+def run(cfg: DictConfig) -> dict:
+    demo = check_demo_settings(cfg)
+    root = Path(demo.dir)
+    times: dict[str, float] = {}
+    max_steps = int(cfg.trainer.max_steps)
+
+    # 1. Demonstrations: keeps the valid episodes already there, records the rest.
+    print(f"[1/4] demonstrations: {demo.num_demos} scripted {cfg.task.name} episodes -> {cfg.data.dataset_dir}")
+    start = time.perf_counter()
+    settings = RecordSettings(task=cfg.task.name, num_episodes=int(demo.num_demos), out_dir=Path(cfg.data.dataset_dir),
+                              cameras=tuple(cfg.task.cameras), image_size=tuple(cfg.task.image_size),
+                              render_quality=cfg.task.render_quality, workers=int(demo.record_workers),
+                              seed=int(demo.demo_seed))
+    recorded = record_with_bar(settings)
+    times["record"] = time.perf_counter() - start
+    print(f"      {recorded.kept} kept + {recorded.recorded} recorded in {minutes(times['record'])}")
+
+    # 2. Training: resumes from the latest checkpoint; a finished run is not repeated.
+    ckpt_dir = Path(cfg.out_dir) / "checkpoints"
+    last = ckpt_dir / "last.ckpt"
+    resume_from, done = max(((p, checkpoint_step(p)) for p in (last, ckpt_dir / "interrupted.ckpt")),
+                            key=lambda item: item[1])
+    start = time.perf_counter()
+    train_metrics: dict = {}
+    if done >= max_steps:
+        print(f"[2/4] training: already at step {done} of {max_steps} in {cfg.out_dir}; not repeated")
+    else:
+        resume = f", resuming from step {done}" if done else ""
+        print(f"[2/4] training: {max_steps} steps{resume} -> {cfg.out_dir}")
+        with open_dict(cfg):
+            cfg.ckpt_path = str(resume_from) if done else cfg.ckpt_path
+        train_metrics = train(cfg)
+    times["train"] = time.perf_counter() - start
+    step = checkpoint_step(last)
+    ckpt = last
+    if demo.checkpoint == "best":
+        best = sorted(ckpt_dir.glob("best-*.ckpt"), key=lambda p: p.stat().st_mtime)
+        if not best:
+            raise ConfigError(f"demo.checkpoint=best but {ckpt_dir} has no best-*.ckpt (validation never ran)")
+        ckpt = best[-1]
+    print(f"      step {step} in {minutes(times['train'])}; evaluating {ckpt}")
+
+    # 3. Closed-loop evaluation on seeds disjoint from the demos.
+    eval_dir = root / "eval"
+    eval_cfg = evaluation_config(cfg, demo, ckpt, eval_dir)
+    spec, described = build_spec(eval_cfg)
+    described.update(ckpt_step=checkpoint_step(ckpt))
+    metrics_path = eval_dir / "metrics.json"
+    previous = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
+    start = time.perf_counter()
+    if previous and all(previous.get(k) == v for k, v in described.items()) \
+            and previous.get("num_episodes") == len(spec.seeds):
+        print(f"[3/4] evaluation: already done for this checkpoint ({metrics_path}); not repeated")
+        metrics = previous
+    else:
+        print(f"[3/4] evaluation: {len(spec.seeds)} episodes, seeds {spec.seeds[0]}-{spec.seeds[-1]}, "
+              f"{described['execution']} -> {eval_dir}")
+        metrics = {"task": spec.task, **described, **evaluate_with_bar(spec)}
+        write_json(metrics_path, metrics)
+        if eval_cfg.logger.wandb:
+            log_to_wandb(metrics, OmegaConf.to_container(eval_cfg, resolve=True), eval_dir, eval_cfg.logger.project)
+    times["eval"] = time.perf_counter() - start
+
+    # 4. Plot and summary.
+    print("[4/4] plot and summary")
+    csv_logs = sorted((Path(cfg.out_dir) / "csv").glob("**/metrics.csv"))
+    plot = None
+    if csv_logs:
+        plot = plot_run(csv_logs[-1], metrics, root / "curves.png",
+                        title=f"ACT {cfg.task.name}: {step} steps, {demo.num_demos} demos, "
+                              f"{cfg.task.image_size[0]}x{cfg.task.image_size[1]}")
+    total_since_make = None
+    if os.environ.get("DEMO_START"):
+        total_since_make = time.time() - float(os.environ["DEMO_START"])
+    summary = {"task": cfg.task.name, "success_rate": metrics["success_rate"],
+               "success_rate_ci95": metrics["success_rate_ci95"], "successes": metrics["successes"],
+               "num_episodes": metrics["num_episodes"], "stage_rates": metrics["stage_rates"],
+               "wall_time_s": times, "wall_time_since_make_s": total_since_make,
+               "train_steps": step, "train_metrics": train_metrics, "checkpoint": str(ckpt),
+               "metrics": str(metrics_path), "videos": metrics.get("videos", []),
+               "plot": str(plot) if plot else None, "recording": describe(settings, recorded)}
+    write_json(root / "summary.json", summary)
+
+    low, high = metrics["success_rate_ci95"]
+    stages = ", ".join(f"reward >= {k}: {v:.0%}" for k, v in metrics["stage_rates"].items())
+    print("\n" + "=" * 100)
+    print(summary_line(metrics))
+    print(f"success rate {metrics['success_rate']:.0%} (95% CI {low:.0%}-{high:.0%}) over "
+          f"{metrics['num_episodes']} episodes | stages: {stages}")
+    print(f"wall time: record {minutes(times['record'])} | train {minutes(times['train'])} | "
+          f"eval {minutes(times['eval'])}" + (f" | total since `make demo` {minutes(total_since_make)}"
+                                              if total_since_make is not None else ""))
+    print(f"checkpoint: {ckpt}\nmetrics:    {metrics_path}\ntrain log:  {csv_logs[-1] if csv_logs else '-'}")
+    print(f"plot:       {plot}\nvideos:     {', '.join(metrics.get('videos', [])) or '-'}")
+    print(f"summary:    {root / 'summary.json'}")
+    print("=" * 100)
+    return summary
+
+
+@hydra.main(config_path="../configs", config_name="demo", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    try:
+        run(cfg)
+    except (ConfigError, DatasetError, ValueError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted: rerun the same command to continue (demos and checkpoints are kept)", file=sys.stderr)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

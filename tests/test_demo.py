@@ -1,0 +1,102 @@
+"""scripts/demo.py (`make demo`): record -> train -> evaluate -> plot, resumable stage by stage."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+
+from act.train import train
+from helpers import CONFIGS, make_cfg, tiny_overrides
+
+
+def demo_overrides(tmp_path, *extra):
+    """The quickstart pipeline shrunk to seconds: 2 demos, a 32-wide ACT, 2 short evaluation episodes."""
+    out = tmp_path / "demo"
+    train_overrides = [o for o in tiny_overrides(tmp_path / "data", out / "train") if not o.startswith("out_dir=")]
+    return [*train_overrides, f"demo.dir={out}", "demo.num_demos=2", "demo.record_workers=0",
+            "demo.eval_episodes=2", "demo.eval_workers=0", "demo.eval_episode_len=40", "demo.num_videos=1",
+            "demo.eval_precision=32-true", "trainer.val_check_interval=2",
+            "policy.module.lr_warmup_steps=1", *extra]
+
+
+def test_demo_runs_every_stage_then_resumes_without_repeating(run_script, tmp_path):
+    out = tmp_path / "demo"
+    first = run_script("demo", *demo_overrides(tmp_path, "trainer.max_steps=4"))
+    assert "0 kept + 2 recorded" in first.stdout and "[2/4] training: 4 steps" in first.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["train_steps"] == 4 and summary["num_episodes"] == 2 and 0.0 <= summary["success_rate"] <= 1.0
+    low, high = summary["success_rate_ci95"]
+    assert low <= summary["success_rate"] <= high and set(summary["stage_rates"]) == {"1", "2", "3", "4"}
+    assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(summary["videos"]) == 1 and (out / "eval" / "metrics.json").is_file()
+    metrics = json.loads((out / "eval" / "metrics.json").read_text())
+    assert metrics["seeds"] == [100000, 100001] and metrics["ckpt_step"] == 4
+    assert f"success rate" in first.stdout and "plot:" in first.stdout and str(out / "curves.png") in first.stdout
+
+    # More steps: demos kept, training resumed from step 4, evaluation redone for the new checkpoint.
+    second = run_script("demo", *demo_overrides(tmp_path, "trainer.max_steps=6"))
+    assert "2 kept + 0 recorded" in second.stdout and "resuming from step 4" in second.stdout
+    assert json.loads((out / "eval" / "metrics.json").read_text())["ckpt_step"] == 6
+    # The same command again: nothing is repeated.
+    third = run_script("demo", *demo_overrides(tmp_path, "trainer.max_steps=6"))
+    assert "already at step 6 of 6" in third.stdout and "evaluation: already done" in third.stdout
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["demo.eval_seed=10"], "evaluation seeds 10-11 may overlap the demo seeds 0-23"),
+    (["demo.checkpoint=first"], "demo.checkpoint must be 'last' or 'best'"),
+])
+def test_demo_rejects_unworkable_settings(run_script, tmp_path, extra, message):
+    proc = run_script("demo", *demo_overrides(tmp_path, *extra), check=False)
+    assert proc.returncode == 2 and message in proc.stderr
+    assert not (tmp_path / "data").exists() and not (tmp_path / "demo" / "train" / "checkpoints").exists()
+
+
+def test_demo_needs_an_experiment_with_a_demo_block(run_script, tmp_path):
+    proc = run_script("demo", "experiment=smoke", check=False)
+    assert proc.returncode == 2 and "has no `demo:` block; use an experiment that defines one" in proc.stderr
+
+
+def test_interrupted_training_saves_a_checkpoint_that_resumes_exactly(demos, tmp_path):
+    train(make_cfg(demos, tmp_path / "straight", "trainer.max_steps=6"))
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(SystemExit):  # Lightning turns Ctrl-C into a checkpoint hook + exit(1)
+            train(make_cfg(demos, tmp_path / "cut", "trainer.max_steps=6", "+callbacks.cut._target_=helpers.InterruptAt",
+                           "+callbacks.cut.step=3"))
+    finally:
+        signal.signal(signal.SIGINT, handler)  # Lightning ignores further Ctrl-C after the first
+    saved = tmp_path / "cut" / "checkpoints" / "interrupted.ckpt"
+    assert torch.load(saved, weights_only=True)["global_step"] == 3
+    train(make_cfg(demos, tmp_path / "resumed", "trainer.max_steps=6", f"ckpt_path={saved}"))
+    straight = torch.load(tmp_path / "straight" / "checkpoints" / "last.ckpt", weights_only=True)["state_dict"]
+    resumed = torch.load(tmp_path / "resumed" / "checkpoints" / "last.ckpt", weights_only=True)["state_dict"]
+    for key, value in straight.items():
+        torch.testing.assert_close(resumed[key], value, rtol=1e-5, atol=1e-6, msg=key)
+    # A run that ends normally leaves no stale interrupted.ckpt behind.
+    assert not (tmp_path / "resumed" / "checkpoints" / "interrupted.ckpt").exists()
+
+
+@pytest.mark.parametrize("experiment, task, size, quality, steps, weights", [
+    ("cpu_quickstart", "transfer_cube", [120, 160], "fast", 5000, None),
+    ("paper_transfer_cube", "transfer_cube", [480, 640], "paper", 10000, "imagenet"),
+    ("paper_insertion", "insertion", [480, 640], "paper", 10000, "imagenet"),
+])
+def test_experiments_compose_with_their_demo_blocks(experiment, task, size, quality, steps, weights):
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = compose("demo", overrides=[f"experiment={experiment}"])
+        alone = compose("train", overrides=[f"experiment={experiment}"])
+    assert cfg.task.name == task and list(cfg.task.image_size) == size and list(cfg.task.cameras) == ["top"]
+    assert cfg.task.render_quality == quality and cfg.trainer.max_steps == steps
+    assert cfg.policy.model.backbone_weights == weights and cfg.demo.eval_seed == 100000
+    assert cfg.out_dir == f"{cfg.demo.dir}/train" and cfg.policy.module.model.hidden_dim == cfg.policy.model.hidden_dim
+    if experiment.startswith("paper"):  # the paper's network and optimiser, unchanged
+        assert cfg.policy.chunk_size == 100 and cfg.policy.model.hidden_dim == 512 and cfg.policy.model.ff_dim == 3200
+        assert cfg.policy.module.optimizer.lr == 1e-5 and cfg.data.batch_size == 8 and cfg.policy.kl_weight == 10
+        assert cfg.data.dataset_dir == f"datasets/paper_{task}"
+    # train.py sees the same training settings.
+    assert alone.task == cfg.task and alone.policy == cfg.policy and alone.trainer == cfg.trainer
