@@ -69,6 +69,9 @@ def test_refuses_a_folder_of_another_task(tmp_path):
     with pytest.raises(ValueError, match="cameras"):
         record(RecordSettings(task="transfer_cube", num_episodes=2, out_dir=tmp_path, cameras=("top",),
                               image_size=(48, 64), render_quality="fast", workers=0))
+    with pytest.raises(ValueError, match="rendered at quality 'fast'.*render_quality=fast"):
+        record(RecordSettings(task="transfer_cube", num_episodes=2, out_dir=tmp_path, cameras=("top",),
+                              image_size=(24, 32), render_quality="paper", workers=0))
 
 
 @pytest.mark.parametrize("kwargs, message", [
