@@ -61,7 +61,7 @@ def plot_run(csv_path: str | Path, metrics: dict | None, out_png: str | Path, ti
     if len(kl):
         twin = ax.twinx()
         twin.plot(steps, smooth(kl, 25), color="tab:gray", lw=0.8, label="train KL")
-        twin.set_ylabel("KL", color="tab:gray")
+        twin.set_ylabel("train KL (grey)", color="tab:gray")
     ax.legend(loc="upper right")
     ax.set_title("training")
     if metrics:
@@ -71,8 +71,9 @@ def plot_run(csv_path: str | Path, metrics: dict | None, out_png: str | Path, ti
         low, high = metrics["success_rate_ci95"]
         bars = ax.bar(names, rates, color=["tab:green"] + ["tab:gray"] * len(metrics["stage_rates"]))
         ax.errorbar([0], [rates[0]], yerr=[[rates[0] - low], [high - rates[0]]], color="black", capsize=6)
-        for bar, rate in zip(bars, rates):
-            ax.text(bar.get_x() + bar.get_width() / 2, rate + 0.02, f"{rate:.2f}", ha="center")
+        tops = [high] + rates[1:]  # the success label sits above its interval
+        for bar, rate, top in zip(bars, rates, tops):
+            ax.text(bar.get_x() + bar.get_width() / 2, top + 0.02, f"{rate:.2f}", ha="center")
         ax.set_ylim(0, 1.1)
         ax.set_title(f"closed loop: {metrics['successes']}/{metrics['num_episodes']} episodes "
                      f"(95% CI {low:.2f}-{high:.2f})")
