@@ -150,6 +150,12 @@ class ACTLitModule(L.LightningModule):
             l1 = act_loss(out["actions"], batch["action"], batch["is_pad"], None, None, 0.0)["l1"]
             self.log("val_posterior/l1", l1, batch_size=size, sync_dist=True)
 
+    def check_schedule(self, max_steps: int | None) -> None:
+        """Raise ``ValueError`` if the learning-rate schedule cannot work within ``max_steps``."""
+        if self.lr_schedule == "cosine" and (max_steps is None or max_steps <= self.lr_warmup_steps):
+            raise ValueError(f"policy.module.lr_schedule=cosine needs trainer.max_steps ({max_steps}) > "
+                             f"policy.module.lr_warmup_steps ({self.lr_warmup_steps})")
+
     def configure_optimizers(self):
         if self.optimizer_factory is None:
             raise ValueError("ACTLitModule needs an optimizer (a partial, e.g. torch.optim.AdamW) to train")
@@ -159,9 +165,7 @@ class ACTLitModule(L.LightningModule):
         if self.lr_schedule == "constant" and self.lr_warmup_steps == 0:
             return optimizer
         total = self.trainer.max_steps if self._trainer is not None else -1
-        if self.lr_schedule == "cosine" and (total is None or total <= self.lr_warmup_steps):
-            raise ValueError(f"lr_schedule=cosine needs trainer.max_steps > lr_warmup_steps "
-                             f"({self.lr_warmup_steps}), got {total}")
+        self.check_schedule(total)
         factor = lr_factor_fn(self.lr_schedule, self.lr_warmup_steps, total, self.lr_min_ratio)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

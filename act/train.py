@@ -80,10 +80,10 @@ def train(cfg: DictConfig) -> dict:
     dm = build_datamodule(cfg)
     module = build_module(cfg, dm)
     trainer = build_trainer(cfg)
-    schedule, warmup = getattr(module, "lr_schedule", "constant"), getattr(module, "lr_warmup_steps", 0)
-    if schedule == "cosine" and cfg.trainer.max_steps <= warmup:
-        raise ConfigError(f"policy.module.lr_schedule=cosine needs trainer.max_steps ({cfg.trainer.max_steps}) > "
-                          f"policy.module.lr_warmup_steps ({warmup})")
+    try:
+        module.check_schedule(cfg.trainer.max_steps)
+    except ValueError as err:
+        raise ConfigError(str(err)) from err
     if cfg.ckpt_path is not None and not Path(cfg.ckpt_path).is_file():
         raise ConfigError(f"ckpt_path {cfg.ckpt_path} does not exist")
     trainer.fit(module, datamodule=dm, ckpt_path=cfg.ckpt_path)

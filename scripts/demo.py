@@ -19,12 +19,12 @@ from pathlib import Path
 
 import hydra
 import torch
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, open_dict
 
 from act.data.episodes import DatasetError
 from act.data.record import RecordSettings, describe, record_with_bar
 from act.eval.plot import plot_run
-from act.eval.run import build_spec, evaluate_with_bar, log_to_wandb, summary_line
+from act.eval.run import build_spec, evaluate_and_save, summary_line
 from act.train import ConfigError, train
 from envs.io import write_json
 
@@ -123,19 +123,20 @@ def run(cfg: DictConfig) -> dict:
         train_metrics = train(cfg)
     times["train"] = time.perf_counter() - start
     step = checkpoint_step(last)
-    ckpt = last
+    ckpt, ckpt_step = last, step
     if demo.checkpoint == "best":
         best = sorted(ckpt_dir.glob("best-*.ckpt"), key=lambda p: p.stat().st_mtime)
         if not best:
             raise ConfigError(f"demo.checkpoint=best but {ckpt_dir} has no best-*.ckpt (validation never ran)")
         ckpt = best[-1]
+        ckpt_step = checkpoint_step(ckpt)
     print(f"      step {step} in {minutes(times['train'])}; evaluating {ckpt}")
 
     # 3. Closed-loop evaluation on seeds disjoint from the demos.
     eval_dir = root / "eval"
     eval_cfg = evaluation_config(cfg, demo, ckpt, eval_dir)
     spec, described = build_spec(eval_cfg)
-    described.update(ckpt_step=checkpoint_step(ckpt))
+    described.update(ckpt_step=ckpt_step)
     metrics_path = eval_dir / "metrics.json"
     previous = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
     start = time.perf_counter()
@@ -146,10 +147,7 @@ def run(cfg: DictConfig) -> dict:
     else:
         print(f"[3/4] evaluation: {len(spec.seeds)} episodes, seeds {spec.seeds[0]}-{spec.seeds[-1]}, "
               f"{described['execution']} -> {eval_dir}")
-        metrics = {"task": spec.task, **described, **evaluate_with_bar(spec)}
-        write_json(metrics_path, metrics)
-        if eval_cfg.logger.wandb:
-            log_to_wandb(metrics, OmegaConf.to_container(eval_cfg, resolve=True), eval_dir, eval_cfg.logger.project)
+        metrics, _ = evaluate_and_save(eval_cfg, spec, described)
     times["eval"] = time.perf_counter() - start
 
     # 4. Plot and summary.

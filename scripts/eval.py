@@ -12,13 +12,11 @@ records, latency) and mp4s of the first episodes into out_dir.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from act.eval.run import build_spec, evaluate_with_bar, log_to_wandb, summary_line
-from envs.io import write_json
+from act.eval.run import build_spec, evaluate_and_save, summary_line
 
 
 @hydra.main(config_path="../configs", config_name="eval", version_base="1.3")
@@ -28,12 +26,7 @@ def main(cfg: DictConfig) -> dict:
     except (ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
-    out_dir = Path(cfg.out_dir)
-    metrics = evaluate_with_bar(spec)
-    metrics = {"task": spec.task, **described, **metrics}
-    path = write_json(out_dir / "metrics.json", metrics)
-    if cfg.logger.wandb:
-        log_to_wandb(metrics, OmegaConf.to_container(cfg, resolve=True), out_dir, cfg.logger.project)
+    metrics, path = evaluate_and_save(cfg, spec, described)
     print(summary_line(metrics))
     print(f"metrics: {path}" + (f" | videos: {', '.join(metrics['videos'])}" if metrics["videos"] else ""))
     return metrics

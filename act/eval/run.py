@@ -6,12 +6,13 @@ import functools
 import logging
 from pathlib import Path
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from act.eval.expert import ScriptedReplayPolicy
 from act.eval.rollout import EvalSpec, evaluate
 from act.policy import ACTPolicy
 from envs.constants import TASKS
+from envs.io import write_json
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,17 @@ def evaluate_with_bar(spec: EvalSpec) -> dict:
         return evaluate(spec, progress)
     finally:
         bar.close()
+
+
+def evaluate_and_save(cfg: DictConfig, spec: EvalSpec, described: dict) -> tuple[dict, Path]:
+    """Run ``spec`` with a progress bar; write ``<cfg.out_dir>/metrics.json`` (the description first)
+    and log to wandb if ``cfg.logger.wandb``. Returns the metrics and their path."""
+    out_dir = Path(cfg.out_dir)
+    metrics = {"task": spec.task, **described, **evaluate_with_bar(spec)}
+    path = write_json(out_dir / "metrics.json", metrics)
+    if cfg.logger.wandb:
+        log_to_wandb(metrics, OmegaConf.to_container(cfg, resolve=True), out_dir, cfg.logger.project)
+    return metrics, path
 
 
 def summary_line(metrics: dict) -> str:
