@@ -1,11 +1,11 @@
-"""Training callbacks: throughput in the progress bar and logs; a checkpoint when interrupted."""
+"""Training callbacks: throughput in the progress bar and logs; a checkpoint when interrupted and at the end."""
 
 from __future__ import annotations
 
 import time
 
 import lightning as L
-from lightning.pytorch.callbacks import OnExceptionCheckpoint
+from lightning.pytorch.callbacks import ModelCheckpoint, OnExceptionCheckpoint
 
 
 class SamplesPerSecond(L.Callback):
@@ -36,3 +36,20 @@ class InterruptCheckpoint(OnExceptionCheckpoint):
         if trainer.is_global_zero:
             print(f"\n{type(exception).__name__} at step {trainer.global_step}: saved {self.ckpt_path}; "
                   f"resume exactly with ckpt_path={self.ckpt_path}", flush=True)
+
+
+class FinalCheckpoint(L.Callback):
+    """At the end of training, brings every ``save_last`` checkpoint (``last.ckpt``) up to the final step.
+
+    Lightning refreshes ``last.ckpt`` only after a validation run, so when ``trainer.max_steps`` is not a
+    multiple of ``val_check_interval`` the steps after the last validation were never saved: a 5500-step
+    run with validation every 1000 steps ended with ``last.ckpt`` at step 5000.
+    """
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        for cb in trainer.checkpoint_callbacks:
+            if not isinstance(cb, ModelCheckpoint) or not cb.save_last or cb.dirpath is None:
+                continue
+            if cb._last_global_step_saved == trainer.global_step:
+                continue  # already saved at this step (after the final validation)
+            cb._save_last_checkpoint(trainer, cb._monitor_candidates(trainer))

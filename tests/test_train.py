@@ -52,6 +52,24 @@ def test_resume_equals_uninterrupted_run(demos, tmp_path):
                               straight["state_dict"]["model.action_head.weight"])
 
 
+def test_last_checkpoint_holds_the_final_step_between_validations(demos, tmp_path):
+    # 23 steps, validation every 10: Lightning alone would leave last.ckpt at step 20.
+    out = tmp_path / "run"
+    train(make_cfg(demos, out, "trainer.max_steps=23"))
+    last = torch.load(out / "checkpoints" / "last.ckpt", weights_only=False)
+    assert last["global_step"] == 23
+    best = [p.name for p in (out / "checkpoints").glob("best-*.ckpt")]
+    assert best == ["best-step20-val_l1" + best[0].split("val_l1")[1]]  # the best is still from validation
+    # ... and resuming from it to step 26 is exact.
+    train(make_cfg(demos, tmp_path / "resumed", "trainer.max_steps=26", f"ckpt_path={out / 'checkpoints' / 'last.ckpt'}"))
+    train(make_cfg(demos, tmp_path / "straight", "trainer.max_steps=26"))
+    resumed, straight = (torch.load(tmp_path / run / "checkpoints" / "last.ckpt", weights_only=False)
+                         for run in ("resumed", "straight"))
+    assert resumed["global_step"] == straight["global_step"] == 26
+    for key, value in straight["state_dict"].items():
+        torch.testing.assert_close(resumed["state_dict"][key], value, rtol=1e-5, atol=1e-6, msg=key)
+
+
 def test_checkpoint_alone_rebuilds_the_policy(demos, tmp_path):
     out = tmp_path / "run"
     train(make_cfg(demos, out, "trainer.max_steps=3"))
