@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import lightning as L
+import torch
 from hydra import compose, initialize_config_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,3 +38,11 @@ class InterruptAt(L.Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         if trainer.global_step == self.step:
             raise KeyboardInterrupt
+
+
+def assert_same_weights(ckpt_a: Path, ckpt_b: Path) -> tuple[dict, dict]:
+    """Asserts two Lightning checkpoints hold the same weights (to float tolerance); returns both."""
+    a, b = (torch.load(p, weights_only=True) for p in (ckpt_a, ckpt_b))
+    for key, value in a["state_dict"].items():
+        torch.testing.assert_close(b["state_dict"][key], value, rtol=1e-5, atol=1e-6, msg=key)
+    return a, b

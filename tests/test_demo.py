@@ -10,7 +10,7 @@ import torch
 from hydra import compose, initialize_config_dir
 
 from act.train import train
-from helpers import CONFIGS, make_cfg, tiny_overrides
+from helpers import CONFIGS, assert_same_weights, make_cfg, tiny_overrides
 
 
 def demo_overrides(tmp_path, *extra):
@@ -73,10 +73,8 @@ def test_interrupted_training_saves_a_checkpoint_that_resumes_exactly(demos, tmp
     saved = tmp_path / "cut" / "checkpoints" / "interrupted.ckpt"
     assert torch.load(saved, weights_only=True)["global_step"] == 3
     train(make_cfg(demos, tmp_path / "resumed", "trainer.max_steps=6", f"ckpt_path={saved}"))
-    straight = torch.load(tmp_path / "straight" / "checkpoints" / "last.ckpt", weights_only=True)["state_dict"]
-    resumed = torch.load(tmp_path / "resumed" / "checkpoints" / "last.ckpt", weights_only=True)["state_dict"]
-    for key, value in straight.items():
-        torch.testing.assert_close(resumed[key], value, rtol=1e-5, atol=1e-6, msg=key)
+    assert_same_weights(tmp_path / "straight" / "checkpoints" / "last.ckpt",
+                        tmp_path / "resumed" / "checkpoints" / "last.ckpt")
     # A run that ends normally leaves no stale interrupted.ckpt behind.
     assert not (tmp_path / "resumed" / "checkpoints" / "interrupted.ckpt").exists()
 
