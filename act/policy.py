@@ -8,7 +8,6 @@ step with weights exp(-m * i), i = 0 the oldest (the paper's scheme).
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -16,6 +15,7 @@ import numpy as np
 import torch
 
 from act.lit_module import ACTLitModule
+from act.precision import autocast, resolve_precision
 
 
 class TemporalEnsembler:
@@ -59,41 +59,52 @@ class TemporalEnsembler:
         self.mean, self.count = mean[1:], count[1:]  # drop the step just played
         return action
 
+    def advance(self) -> np.ndarray:
+        """The action for a step with no new query: the running mean of the predictions already
+        held for it (queries every n steps, n <= k, always leave some)."""
+        if self.mean is None or not len(self.count):
+            raise ValueError("no prediction covers this step: update() at least once every chunk_size steps")
+        action = self.mean[0]
+        self.mean, self.count = self.mean[1:], self.count[1:]
+        return action
+
 
 class ACTPolicy:
     """A trained ACT, ready for closed-loop control.
 
     Args:
         module: a trained ``ACTLitModule`` (its stats, cameras and image size come with it).
-        n_action_steps: chunked execution: query every this many steps (1..chunk_size).
-        temporal_ensemble_coeff: temporal ensembling with this m (query every step). Give one of
-            the two; ``temporal_ensemble_coeff`` wins if both are set.
+        n_action_steps: query every this many steps (1..chunk_size). Alone: chunked execution,
+            the chunk played open-loop (default: the whole chunk).
+        temporal_ensemble_coeff: temporal ensembling with this m. It queries every step, or every
+            ``n_action_steps`` steps if that is given too (each step then averages the overlapping
+            predictions of the queries so far: about n times fewer network calls).
         device: torch device for the network.
-        precision: '32-true' or 'bf16-mixed' (autocast; about 1.8x faster on recent CPUs).
+        precision: 'auto' (bf16-mixed where the device runs bf16 natively, else 32-true; see
+            ``act.precision``), '32-true' or 'bf16-mixed' (autocast; about 1.8x faster on CPUs
+            with native bf16, hundreds of times slower where it is emulated).
     """
 
     def __init__(self, module: ACTLitModule, n_action_steps: int | None = None,
                  temporal_ensemble_coeff: float | None = None, device: str | torch.device = "cpu",
-                 precision: str = "32-true"):
+                 precision: str = "auto"):
         self.module = module.to(device).eval()
         self.device = torch.device(device)
         self.chunk_size = module.config.chunk_size
         self.camera_names = list(module.camera_names)
         self.image_size = tuple(module.image_size)
         self.state_dim = module.config.state_dim
-        if precision not in ("32-true", "bf16-mixed"):
-            raise ValueError(f"unknown precision {precision!r}; valid: 32-true, bf16-mixed")
-        self.precision = precision
+        self.precision_choice = resolve_precision(precision, self.device)
+        self.precision = self.precision_choice.precision
         self.temporal_ensemble_coeff = None
         if temporal_ensemble_coeff is not None:
             TemporalEnsembler(temporal_ensemble_coeff, self.chunk_size)  # checks the coefficient
             self.temporal_ensemble_coeff = float(temporal_ensemble_coeff)
-            self.n_action_steps = 1
-        else:
-            n = self.chunk_size if n_action_steps is None else int(n_action_steps)
-            if not 1 <= n <= self.chunk_size:
-                raise ValueError(f"n_action_steps must be in 1..chunk_size={self.chunk_size}, got {n_action_steps}")
-            self.n_action_steps = n
+        default = 1 if temporal_ensemble_coeff is not None else self.chunk_size
+        n = default if n_action_steps is None else int(n_action_steps)
+        if not 1 <= n <= self.chunk_size:
+            raise ValueError(f"n_action_steps must be in 1..chunk_size={self.chunk_size}, got {n_action_steps}")
+        self.n_action_steps = n
         self.queries = 0
         self.reset()
 
@@ -113,7 +124,8 @@ class ACTPolicy:
     @property
     def execution(self) -> str:
         if self.temporal_ensemble_coeff is not None:
-            return f"temporal ensembling, m={self.temporal_ensemble_coeff:g}"
+            every = f", a query every {self.n_action_steps} steps" if self.n_action_steps > 1 else ""
+            return f"temporal ensembling, m={self.temporal_ensemble_coeff:g}{every}"
         return f"chunked, n_action_steps={self.n_action_steps}"
 
     def reset(self, num_envs: int = 1) -> None:
@@ -122,6 +134,7 @@ class ACTPolicy:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         self.num_envs = int(num_envs)
         self._queues: list[list[np.ndarray]] = [[] for _ in range(self.num_envs)]
+        self._steps = [0] * self.num_envs  # control steps played in each episode
         self._ensemblers = None
         if self.temporal_ensemble_coeff is not None:
             self._ensemblers = [TemporalEnsembler(self.temporal_ensemble_coeff, self.chunk_size)
@@ -146,9 +159,7 @@ class ACTPolicy:
                                  f"(as in training), got {image.shape} {image.dtype}")
 
     def _autocast(self):
-        if self.precision == "bf16-mixed":
-            return torch.autocast(self.device.type, dtype=torch.bfloat16)
-        return contextlib.nullcontext()
+        return autocast(self.precision, self.device.type)
 
     @torch.no_grad()
     def predict_chunk(self, observation: Mapping) -> np.ndarray:
@@ -185,7 +196,10 @@ class ACTPolicy:
         if len(observations) != self.num_envs:
             raise ValueError(f"expected {self.num_envs} observations (reset(num_envs)), got {len(observations)}")
         live = [i for i, o in enumerate(observations) if o is not None]
-        need = [i for i in live if self._ensemblers is not None or not self._queues[i]]
+        if self._ensemblers is not None:
+            need = [i for i in live if self._steps[i] % self.n_action_steps == 0]
+        else:
+            need = [i for i in live if not self._queues[i]]
         for i in set(live) - set(need):
             self.check_observation(observations[i])
         actions: list[np.ndarray | None] = [None] * self.num_envs
@@ -196,9 +210,12 @@ class ACTPolicy:
                     actions[i] = self._ensemblers[i].update(chunk).astype(np.float64)
                 else:
                     self._queues[i] = list(chunk[: self.n_action_steps])
-        if self._ensemblers is None:
-            for i in live:
+        for i in live:
+            if self._ensemblers is None:
                 actions[i] = np.asarray(self._queues[i].pop(0), dtype=np.float64)
+            elif i not in need:
+                actions[i] = self._ensemblers[i].advance().astype(np.float64)
+            self._steps[i] += 1
         return actions
 
     def select_action(self, observation: Mapping) -> np.ndarray:

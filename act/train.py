@@ -8,9 +8,10 @@ from pathlib import Path
 import lightning as L
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from act.data.datamodule import ACTDataModule
+from act.precision import resolve_precision
 
 log = logging.getLogger(__name__)
 
@@ -67,11 +68,31 @@ def build_module(cfg: DictConfig, dm: ACTDataModule) -> L.LightningModule:
 
 
 def build_trainer(cfg: DictConfig) -> L.Trainer:
+    resolve_trainer_precision(cfg)
     if not cfg.trainer.max_steps or cfg.trainer.max_steps <= 0:
         raise ConfigError(f"trainer.max_steps must be positive, got {cfg.trainer.max_steps}")
     loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values()]
     callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
     return instantiate(cfg.trainer, logger=loggers or False, callbacks=callbacks)
+
+
+OTHER_LIGHTNING_PRECISIONS = ("16-mixed", "bf16-true", "16-true", "64-true")
+
+
+def resolve_trainer_precision(cfg: DictConfig) -> str:
+    """Replace ``trainer.precision`` ``auto`` by what this machine runs natively; say why, once."""
+    requested = str(cfg.trainer.precision)
+    if requested in OTHER_LIGHTNING_PRECISIONS:  # e.g. 16-mixed on GPUs without bf16: the user's call
+        print(f"training precision: {requested} (requested)")
+        return requested
+    try:
+        choice = resolve_precision(requested, cfg.trainer.get("accelerator", "cpu"))
+    except ValueError as err:
+        raise ConfigError(f"trainer.precision: {err}") from err
+    print(f"training precision: {choice.precision} ({requested}: {choice.reason})")
+    with open_dict(cfg):
+        cfg.trainer.precision = choice.precision
+    return choice.precision
 
 
 def train(cfg: DictConfig) -> dict:

@@ -66,7 +66,7 @@ def main(cfg: DictConfig) -> dict:
                                "act_chunked": dict(n_action_steps=None)}.items(), desc="policy", unit="run"):
         policy = ACTPolicy(module, precision=cfg.precision, **options)
         results[name] = steps_per_second(env, policy, cfg.seed)
-    metrics = {"task": cfg.task, "image_size": list(size), "camera": cfg.camera, "precision": cfg.precision,
+    metrics = {"task": cfg.task, "image_size": list(size), "camera": cfg.camera, "precision": policy.precision,
                "results": results, "machine": {"cpus": os.cpu_count()}}
     path = write_json(Path(cfg.out_dir) / "metrics.json", metrics)
     for name, r in results.items():

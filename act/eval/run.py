@@ -11,6 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 from act.eval.expert import ScriptedReplayPolicy
 from act.eval.rollout import EvalSpec, evaluate
 from act.policy import ACTPolicy
+from act.precision import resolve_precision
 from envs.constants import TASKS
 from envs.io import write_json
 
@@ -41,11 +42,12 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
         path = Path(cfg.ckpt_path)
         if not path.is_file():
             raise FileNotFoundError(f"checkpoint {path} does not exist")
-        options = dict(device=cfg.device, precision=cfg.precision)
+        choice = resolve_precision(cfg.precision, cfg.device)  # once, here; the workers get the result
+        print(f"evaluation precision: {choice.precision} ({choice.requested}: {choice.reason})")
+        options = dict(device=cfg.device, precision=choice.precision)
         if cfg.temporal_ensemble_coeff is not None:
             options["temporal_ensemble_coeff"] = float(cfg.temporal_ensemble_coeff)
-        else:
-            options["n_action_steps"] = cfg.n_action_steps
+        options["n_action_steps"] = cfg.n_action_steps  # with ensembling: a query every n steps (default 1)
         probe = ACTPolicy.from_checkpoint(path, **options)  # checks the options once, here
         task = chosen_task or probe.task
         if task not in TASKS:

@@ -1,0 +1,78 @@
+"""Precision from the hardware: auto picks bf16 only where it is native, and says why."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from act import precision as P
+from act.precision import BF16Probe, autocast, resolve_precision
+
+EMULATED = BF16Probe("cpu", native=False, fp32_ms=0.3, bf16_ms=90.0, detail="CPU capability AVX2, oneDNN bf16 no")
+NATIVE = BF16Probe("cpu", native=True, fp32_ms=0.3, bf16_ms=0.1, detail="CPU capability AVX512, oneDNN bf16 yes")
+
+
+@pytest.fixture
+def probe_says(monkeypatch):
+    def set_probe(result: BF16Probe):
+        monkeypatch.setattr(P, "probe_bf16", lambda device_type="cpu": result)
+    return set_probe
+
+
+def test_auto_follows_the_probe(probe_says):
+    probe_says(EMULATED)
+    choice = resolve_precision("auto", "cpu")
+    assert choice.precision == "32-true" and "not native" in choice.reason and "AVX2" in choice.reason
+    probe_says(NATIVE)
+    assert resolve_precision("auto", "cpu").precision == "bf16-mixed"
+
+
+def test_explicit_bf16_on_an_emulating_cpu_runs_with_the_measured_slowdown(probe_says):
+    probe_says(EMULATED)
+    with pytest.warns(UserWarning, match=r"300x slower than fp32.*precision=auto"):
+        choice = resolve_precision("bf16-mixed", "cpu")
+    assert choice.precision == "bf16-mixed" and "emulated" in choice.reason
+
+
+def test_explicit_fp32_needs_no_probe(monkeypatch):
+    def fail(*args):
+        raise AssertionError("probed")
+    monkeypatch.setattr(P, "probe_bf16", fail)
+    assert resolve_precision("32-true", "cpu").precision == "32-true"
+
+
+def test_unknown_precision_names_the_valid_ones():
+    with pytest.raises(ValueError, match="auto, 32-true, bf16-mixed"):
+        resolve_precision("fp8")
+    with pytest.raises(ValueError, match="resolved first"):
+        autocast("auto")
+
+
+def test_device_names():
+    assert P.device_type_of("cpu") == "cpu" and P.device_type_of("gpu") == "cuda" and P.device_type_of("cuda:1") == "cuda"
+    assert P.device_type_of(None) == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_the_real_probe_agrees_with_onednn():
+    probe = P.probe_bf16("cpu")
+    assert probe.fp32_ms > 0 and probe.bf16_ms > 0 and "probe matmul" in probe.detail
+    if not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        assert not probe.native
+
+
+def test_avx2_limits_are_honoured_in_a_fresh_process():
+    # The issue's recipe for an AVX2-class CPU on a newer one: torch must then choose fp32.
+    code = ("import json, torch; from act.precision import probe_bf16, resolve_precision; p = probe_bf16('cpu'); "
+            "print(json.dumps({'cap': torch.backends.cpu.get_cpu_capability(), 'native': p.native, "
+            "'auto': resolve_precision('auto').precision}))")
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    if result["cap"] not in ("AVX2", "DEFAULT"):
+        pytest.skip(f"not an x86 CPU with AVX2 limits ({result['cap']})")
+    assert result == {"cap": result["cap"], "native": False, "auto": "32-true"}
