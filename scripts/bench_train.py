@@ -11,11 +11,9 @@ queries at batch 1 as the policy runs them. Reports ms/step, samples/s, achieved
 
 from __future__ import annotations
 
-import contextlib
 import os
 import platform
 import resource
-import time
 from pathlib import Path
 
 import hydra
@@ -23,25 +21,10 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.flop_counter import FlopCounterMode
-from tqdm import tqdm
 
+from act.precision import probe_bf16, slowdown_text
+from act.timing import query_fn, random_batch, time_calls, training_step_fn
 from envs.io import write_json
-
-
-def autocast(precision: str):
-    if precision == "bf16-mixed":
-        return torch.autocast("cpu", dtype=torch.bfloat16)
-    if precision != "32-true":
-        raise ValueError(f"unknown precision {precision!r}; valid: 32-true, bf16-mixed")
-    return contextlib.nullcontext()
-
-
-def make_batch(cfg: DictConfig, batch: int, chunk: int, gen: torch.Generator) -> dict:
-    h, w = cfg.image_size
-    return {"qpos": torch.randn(batch, 14, generator=gen),
-            "images": torch.randint(0, 256, (batch, cfg.num_cameras, 3, h, w), dtype=torch.uint8, generator=gen),
-            "action": torch.randn(batch, chunk, 14, generator=gen),
-            "is_pad": torch.zeros(batch, chunk, dtype=torch.bool)}
 
 
 def build_module(cfg: DictConfig):
@@ -54,49 +37,21 @@ def build_module(cfg: DictConfig):
 
 def bench_training(cfg: DictConfig, precision: str) -> dict:
     module = build_module(cfg)
-    module.train()
-    optimizer = module.configure_optimizers()
-    if isinstance(optimizer, dict):  # a schedule does not change the cost of a step
-        optimizer = optimizer["optimizer"]
-    gen = torch.Generator().manual_seed(cfg.seed)
-    batch = make_batch(cfg, cfg.batch_size, cfg.policy.chunk_size, gen)
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        with autocast(precision):
-            loss = module.training_step(batch, 0)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(module.parameters(), 10.0)
-        optimizer.step()
-        return float(loss)
-
-    module.log = lambda *args, **kwargs: None  # no trainer attached
+    batch = random_batch(cfg.batch_size, cfg.num_cameras, cfg.image_size, cfg.policy.chunk_size, seed=cfg.seed)
+    step = training_step_fn(module, batch, precision)
     counter = FlopCounterMode(display=False)
     with counter:
         step()  # warm-up, and the FLOP count of one step
     flops = counter.get_total_flops()
-    times, losses = [], []
-    for _ in tqdm(range(cfg.train_steps), desc=f"train {precision}", unit="step"):
-        start = time.perf_counter()
-        losses.append(step())
-        times.append(time.perf_counter() - start)
+    losses = []
+    times = time_calls(lambda: losses.append(step()), cfg.train_steps, warmup=0)
     ms = 1000 * float(np.median(times))
     return {"ms_per_step": ms, "samples_per_s": cfg.batch_size / (ms / 1000), "gflop_per_step": flops / 1e9,
             "gflop_per_s": flops / 1e9 / (ms / 1000), "losses": losses, "steps_timed": len(times)}
 
 
-@torch.no_grad()
 def bench_inference(cfg: DictConfig, precision: str) -> dict:
-    module = build_module(cfg).eval()
-    gen = torch.Generator().manual_seed(cfg.seed)
-    batch = make_batch(cfg, 1, cfg.policy.chunk_size, gen)
-    times = []
-    for i in tqdm(range(cfg.inference_queries + 2), desc=f"infer {precision}", unit="query"):
-        start = time.perf_counter()
-        with autocast(precision):
-            module.predict_chunk(batch["qpos"], batch["images"])
-        if i >= 2:
-            times.append(time.perf_counter() - start)
+    times = time_calls(query_fn(build_module(cfg), 1, precision, cfg.seed), cfg.inference_queries, warmup=2)
     return {"ms_per_query": 1000 * float(np.median(times)), "p95_ms": 1000 * float(np.percentile(times, 95))}
 
 
@@ -111,9 +66,16 @@ def main(cfg: DictConfig) -> dict:
                "training": {}, "inference": {},
                "machine": {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                            "processor": platform.processor() or platform.machine(), "torch": torch.__version__}}
-    for precision in cfg.precisions:
+    precisions = list(cfg.precisions)
+    probe = probe_bf16("cpu")
+    results["machine"]["bf16"] = {"native": probe.native, "detail": probe.detail, "slowdown": probe.slowdown}
+    if "bf16-mixed" in precisions and not probe.native and not cfg.emulated_bf16:
+        precisions.remove("bf16-mixed")  # one emulated step takes minutes: it would look like a hang
+        results["skipped"] = {"bf16-mixed": slowdown_text(probe)}
+        print(f"skipping bf16-mixed: not native on this CPU, {slowdown_text(probe)} (emulated_bf16=true to time it anyway)")
+    for precision in precisions:
         results["training"][precision] = bench_training(cfg, precision)
-    for precision in cfg.precisions:
+    for precision in precisions:
         results["inference"][precision] = bench_inference(cfg, precision)
     results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     path = write_json(Path(cfg.out_dir) / "metrics.json", results)
