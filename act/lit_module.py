@@ -25,6 +25,20 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 LR_SCHEDULES = ("constant", "cosine")
 
 
+def check_crop(crop: Sequence[int] | None, image_size: tuple[int, int]) -> tuple[int, int, int, int] | None:
+    """``[top, left, height, width]`` inside an ``image_size`` (H, W) image, as a tuple; None stays None."""
+    if crop is None:
+        return None
+    values = list(crop)
+    if len(values) != 4 or any(isinstance(v, bool) or int(v) != v for v in values):
+        raise ValueError(f"image_crop must be [top, left, height, width] in pixels, got {crop!r}")
+    top, left, height, width = (int(v) for v in values)
+    if top < 0 or left < 0 or height < 1 or width < 1 or top + height > image_size[0] or left + width > image_size[1]:
+        raise ValueError(f"image_crop {values} does not fit the {image_size[0]}x{image_size[1]} images: need "
+                         f"0 <= top, top + height <= {image_size[0]}, 0 <= left, left + width <= {image_size[1]}")
+    return top, left, height, width
+
+
 def lr_factor_fn(schedule: str, warmup_steps: int, total_steps: int, min_ratio: float) -> Callable[[int], float]:
     """The multiplier of the peak learning rate at each optimiser step (for ``LambdaLR``)."""
     def factor(step: int) -> float:
@@ -50,6 +64,11 @@ class ACTLitModule(L.LightningModule):
         lr_warmup_steps: steps of linear warm-up from 0 to the peak rates (0: none).
         lr_min_ratio: the cosine schedule's final rate as a fraction of the peak.
         channels_last: run the backbone in channels-last memory format (faster convolutions).
+        clip_grad_norm: clip the gradients' global norm to this in the module (None: not here). For
+            a fused optimiser, which Lightning's ``trainer.gradient_clip_val`` refuses; set one of the two.
+        image_crop: ``[top, left, height, width]``: the network sees only this window of every
+            camera image (in pixels of ``image_size``), e.g. the table without the empty floor
+            around it; None: the whole image. Training and deployment crop the same way, here.
         val_posterior: also validate with z = mu of the posterior (``val_posterior/l1``).
         camera_names: cameras in the order the policy sees them (set by ``scripts/train.py``).
         image_size: (H, W) of the training images.
@@ -68,7 +87,8 @@ class ACTLitModule(L.LightningModule):
                  camera_names: Sequence[str] = ("top",), image_size: Sequence[int] = (480, 640),
                  stats: dict | None = None, task: str | None = None, render_quality: str | None = None,
                  train_config: dict | None = None, lr_schedule: str = "constant", lr_warmup_steps: int = 0,
-                 lr_min_ratio: float = 0.0):
+                 lr_min_ratio: float = 0.0, image_crop: Sequence[int] | None = None,
+                 clip_grad_norm: float | None = None):
         super().__init__()
         self.save_hyperparameters(ignore=["optimizer"])
         config = ACTConfig(**{**dict(model), "num_cameras": len(camera_names)})
@@ -92,6 +112,10 @@ class ACTLitModule(L.LightningModule):
         self.val_posterior = val_posterior
         self.camera_names = list(camera_names)
         self.image_size = tuple(int(v) for v in image_size)
+        self.image_crop = check_crop(image_crop, self.image_size)
+        if clip_grad_norm is not None and not clip_grad_norm > 0:
+            raise ValueError(f"clip_grad_norm must be positive or null, got {clip_grad_norm}")
+        self.clip_grad_norm = clip_grad_norm
         stats = stats or {}
         for key, dim in (("qpos_mean", config.state_dim), ("qpos_std", config.state_dim),
                          ("action_mean", config.action_dim), ("action_std", config.action_dim)):
@@ -108,7 +132,11 @@ class ACTLitModule(L.LightningModule):
 
     # -- the policy's view ------------------------------------------------------------------
     def normalize_images(self, images: torch.Tensor) -> torch.Tensor:
-        """(B, C, 3, H, W) uint8 -> float, scaled to [0, 1] then ImageNet-normalised."""
+        """(B, C, 3, H, W) uint8 -> (B, C, 3, h, w) float: cropped to ``image_crop``, scaled to
+        [0, 1], then ImageNet-normalised."""
+        if self.image_crop is not None:
+            top, left, height, width = self.image_crop
+            images = images[..., top:top + height, left:left + width]
         return (images.float() / 255.0 - self.image_mean) / self.image_std
 
     def forward(self, qpos: torch.Tensor, images: torch.Tensor, actions=None, is_pad=None) -> dict:
@@ -150,18 +178,26 @@ class ACTLitModule(L.LightningModule):
             l1 = act_loss(out["actions"], batch["action"], batch["is_pad"], None, None, 0.0)["l1"]
             self.log("val_posterior/l1", l1, batch_size=size, sync_dist=True)
 
+    def on_before_optimizer_step(self, optimizer) -> None:
+        if self.clip_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(self.parameters(), self.clip_grad_norm)
+
     def check_schedule(self, max_steps: int | None) -> None:
         """Raise ``ValueError`` if the learning-rate schedule cannot work within ``max_steps``."""
         if self.lr_schedule == "cosine" and (max_steps is None or max_steps <= self.lr_warmup_steps):
             raise ValueError(f"policy.module.lr_schedule=cosine needs trainer.max_steps ({max_steps}) > "
                              f"policy.module.lr_warmup_steps ({self.lr_warmup_steps})")
 
-    def configure_optimizers(self):
+    def build_optimizer(self) -> torch.optim.Optimizer:
+        """The optimiser over two groups: the backbone at ``lr_backbone``, the rest at its own lr."""
         if self.optimizer_factory is None:
             raise ValueError("ACTLitModule needs an optimizer (a partial, e.g. torch.optim.AdamW) to train")
         backbone = [p for n, p in self.model.named_parameters() if n.startswith("backbone.") and p.requires_grad]
         rest = [p for n, p in self.model.named_parameters() if not n.startswith("backbone.") and p.requires_grad]
-        optimizer = self.optimizer_factory([{"params": rest}, {"params": backbone, "lr": self.lr_backbone}])
+        return self.optimizer_factory([{"params": rest}, {"params": backbone, "lr": self.lr_backbone}])
+
+    def configure_optimizers(self):
+        optimizer = self.build_optimizer()
         if self.lr_schedule == "constant" and self.lr_warmup_steps == 0:
             return optimizer
         total = self.trainer.max_steps if self._trainer is not None else -1

@@ -194,3 +194,61 @@ def test_slurm_launcher_config_composes():
                       return_hydra_config=True)
     assert cfg.hydra.launcher.partition == "gpu" and cfg.hydra.launcher.gpus_per_node == 1
     assert "SlurmLauncher" in cfg.hydra.launcher._target_
+
+
+def test_image_crop_is_what_the_network_sees_in_training_and_deployment(demos, tmp_path):
+    out = tmp_path / "run"
+    train(make_cfg(demos, out, "trainer.max_steps=2", "policy.module.image_crop=[4,8,24,16]"))
+    module = ACTLitModule.load_from_checkpoint(out / "checkpoints" / "last.ckpt")
+    assert module.image_crop == (4, 8, 24, 16) and module.image_size == (IMAGE, IMAGE)
+    images = torch.randint(0, 256, (2, 1, 3, IMAGE, IMAGE), dtype=torch.uint8)
+    assert module.normalize_images(images).shape == (2, 1, 3, 24, 16)
+    # Pixels outside the window cannot change the output; pixels inside do.
+    qpos = torch.zeros(2, 14)
+    outside, inside = images.clone(), images.clone()
+    outside[..., :4, :] = 0
+    outside[..., :, 24:] = 255
+    inside[..., 10, 10] = 255 - inside[..., 10, 10]
+    base = module.predict_chunk(qpos, images)
+    assert torch.equal(module.predict_chunk(qpos, outside), base)
+    assert not torch.equal(module.predict_chunk(qpos, inside), base)
+
+
+@pytest.mark.parametrize("crop", [[0, 0, 33, 8], [-1, 0, 8, 8], [0, 0, 8], [0, 0, 0, 8]])
+def test_image_crop_outside_the_image_is_refused(crop):
+    with pytest.raises(ValueError, match="image_crop"):
+        ACTLitModule({"chunk_size": 4, "hidden_dim": 32, "ff_dim": 32, "heads": 2}, image_size=(32, 32),
+                     image_crop=crop)
+
+
+def test_module_clipping_with_a_fused_optimizer(demos, tmp_path):
+    # Lightning refuses trainer.gradient_clip_val with a fused AdamW; the module clips instead.
+    out = tmp_path / "run"
+    train(make_cfg(demos, out, "trainer.max_steps=3", "trainer.gradient_clip_val=null",
+                   "policy.module.clip_grad_norm=0.5", "+policy.module.optimizer.fused=true"))
+    assert torch.load(out / "checkpoints" / "last.ckpt", weights_only=False)["global_step"] == 3
+    module = ACTLitModule({"chunk_size": 4, "hidden_dim": 32, "ff_dim": 32, "heads": 2}, image_size=(32, 32),
+                          clip_grad_norm=0.5)
+    for p in module.parameters():
+        p.grad = torch.full_like(p, 10.0)
+    module.on_before_optimizer_step(None)
+    norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in module.parameters()]))
+    assert norm == pytest.approx(0.5, rel=1e-4)
+    with pytest.raises(ValueError, match="clip_grad_norm"):
+        ACTLitModule({"chunk_size": 4, "hidden_dim": 32, "ff_dim": 32, "heads": 2}, clip_grad_norm=0.0)
+
+
+def test_explicit_bf16_on_a_cpu_without_it_warns_before_training(demos, tmp_path, monkeypatch, capsys):
+    from act import precision as P
+
+    slow = P.BF16Probe("cpu", native=False, fp32_ms=0.3, bf16_ms=90.0, detail="CPU capability AVX2, oneDNN bf16 no")
+    monkeypatch.setattr(P, "probe_bf16", lambda device_type="cpu": slow)
+    # trainer.max_steps=0 fails after the precision check: no (possibly emulated) bf16 step runs.
+    with pytest.warns(UserWarning, match="300x slower"), pytest.raises(ConfigError, match="max_steps"):
+        train(make_cfg(demos, tmp_path / "run", "trainer.precision=bf16-mixed", "trainer.max_steps=0"))
+    monkeypatch.setattr(P, "probe_bf16", lambda device_type="cpu": slow)
+    cfg = make_cfg(demos, tmp_path / "auto", "trainer.max_steps=1")
+    from act.train import build_trainer
+    trainer = build_trainer(cfg)
+    assert cfg.trainer.precision == "32-true" and "32" in str(trainer.precision)
+    assert "training precision: 32-true (auto: bf16 is not native" in capsys.readouterr().out
