@@ -209,6 +209,26 @@ def test_backbone_feature_shape():
     assert feature_hw(IMAGE_HW) == (2, 3)
 
 
+def test_group_norm_backbone_trains_its_norms_and_matches_torchvision():
+    torch.manual_seed(0)
+    backbone = ResNetBackbone(None, norm="group_norm")
+    norms = [m for m in backbone.modules() if isinstance(m, torch.nn.GroupNorm)]
+    assert len(norms) == 20 and all(m.num_groups == m.num_channels // 16 for m in norms)
+    assert all(m.weight.requires_grad for m in norms)
+    images = torch.randn(2, 3, *IMAGE_HW)
+    reference = torchvision.models.resnet18(weights=None, norm_layer=lambda c: torch.nn.GroupNorm(c // 16, c))
+    reference.load_state_dict({**backbone.state_dict(), **{k: v for k, v in reference.state_dict().items()
+                                                            if k.startswith("fc.")}})
+    trunk = torch.nn.Sequential(*list(reference.children())[:-2])
+    torch.testing.assert_close(backbone(images), trunk(images))
+    # No running statistics: training and evaluation mode compute the same function.
+    torch.testing.assert_close(backbone.train()(images), backbone.eval()(images))
+    with pytest.raises(ValueError, match="random initialisation"):
+        ResNetBackbone("imagenet", norm="group_norm")
+    with pytest.raises(ValueError, match="frozen_bn, group_norm"):
+        ResNetBackbone(None, norm="layer_norm")
+
+
 def test_backbone_loads_local_state_dict(tmp_path):
     torch.manual_seed(3)
     reference = torchvision.models.resnet18(weights=None)

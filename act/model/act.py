@@ -35,6 +35,7 @@ class ACTConfig:
         use_vae: train with the CVAE encoder; if False z is always 0.
         num_cameras: cameras per sample, all through one shared backbone.
         backbone_weights: None (random), "imagenet", or the path of a ResNet-18 state dict.
+        backbone_norm: "frozen_bn" (the paper) or "group_norm" (trainable; random init only).
     """
 
     state_dim: int = 14
@@ -51,6 +52,7 @@ class ACTConfig:
     use_vae: bool = True
     num_cameras: int = 1
     backbone_weights: str | None = None
+    backbone_norm: str = "frozen_bn"
 
     def __post_init__(self):
         for name in ("state_dim", "action_dim", "chunk_size", "hidden_dim", "ff_dim", "heads", "enc_layers",
@@ -87,7 +89,7 @@ class ACT(nn.Module):
         D = config.hidden_dim
         layer_args = dict(dim=D, heads=config.heads, ff_dim=config.ff_dim, dropout=config.dropout)
 
-        self.backbone = ResNetBackbone(config.backbone_weights)
+        self.backbone = ResNetBackbone(config.backbone_weights, config.backbone_norm)
         self.input_proj = nn.Conv2d(FEATURE_CHANNELS, D, kernel_size=1)
         self.image_pos = SinePositionEmbedding2d(D)
         self.latent_proj = nn.Linear(config.latent_dim, D)
