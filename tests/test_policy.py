@@ -42,6 +42,32 @@ def test_online_equals_brute_force_weighted_average(coeff):
         np.testing.assert_allclose(online[t], (weights[:, None] * preds).sum(0) / weights.sum(), rtol=1e-10)
 
 
+@pytest.mark.parametrize("every", [2, 3, 6])
+def test_strided_ensembling_averages_the_queries_made(every):
+    # A query every n steps: step t averages the predictions of the queries at q <= t, q % n == 0,
+    # q > t - k, oldest first, with the same weights as every-step ensembling.
+    rng = np.random.default_rng(2)
+    k, steps, dim, coeff = 6, 20, 2, 0.3
+    chunks = rng.normal(size=(steps, k, dim))
+    ensembler = TemporalEnsembler(coeff, k)
+    online = [ensembler.update(chunks[t]) if t % every == 0 else ensembler.advance() for t in range(steps)]
+    for t in range(steps):
+        queries = [q for q in range(max(0, t - k + 1), t + 1) if q % every == 0]
+        preds = np.array([chunks[q][t - q] for q in queries])
+        weights = np.exp(-coeff * np.arange(len(preds)))
+        np.testing.assert_allclose(online[t], (weights[:, None] * preds).sum(0) / weights.sum(), rtol=1e-10)
+
+
+def test_ensembler_advance_needs_a_prediction():
+    ensembler = TemporalEnsembler(0.01, 2)
+    with pytest.raises(ValueError, match="update"):
+        ensembler.advance()
+    ensembler.update(np.zeros((2, 1)))
+    ensembler.advance()
+    with pytest.raises(ValueError, match="update"):
+        ensembler.advance()
+
+
 def test_ensembler_rejects_bad_input():
     with pytest.raises(ValueError, match="temporal_ensemble_coeff"):
         TemporalEnsembler(-0.1, 4)
@@ -70,6 +96,21 @@ def test_chunked_mode_plays_in_order_and_requeries_on_schedule(tiny_checkpoint):
     assert policy.select_action(_observation(policy))[0] == 400  # a reset queries afresh
 
 
+def test_ensembling_with_n_action_steps_queries_every_n_steps(tiny_checkpoint):
+    policy = ACTPolicy.from_checkpoint(tiny_checkpoint, temporal_ensemble_coeff=0.0, n_action_steps=4)
+    assert "a query every 4 steps" in policy.execution
+
+    def fake_chunk(observation):
+        policy.queries += 1
+        return np.full((10, 14), float(policy.queries))
+
+    policy.predict_chunk = fake_chunk
+    actions = [policy.select_action(_observation(policy))[0] for _ in range(9)]
+    # Queries at 0, 4, 8 (values 1, 2, 3); m = 0 averages uniformly the predictions held.
+    assert policy.queries == 3
+    assert actions == pytest.approx([1, 1, 1, 1, 1.5, 1.5, 1.5, 1.5, 2])
+
+
 def test_policy_outputs_are_deterministic(tiny_checkpoint):
     policy = ACTPolicy.from_checkpoint(tiny_checkpoint, temporal_ensemble_coeff=0.01)
     obs = _observation(policy, qpos=np.linspace(-1, 1, 14))
@@ -82,7 +123,8 @@ def test_policy_outputs_are_deterministic(tiny_checkpoint):
     assert chunk.shape == (10, 14) and np.all(np.isfinite(chunk))
 
 
-@pytest.mark.parametrize("options", [{"temporal_ensemble_coeff": 0.01}, {"n_action_steps": 4}])
+@pytest.mark.parametrize("options", [{"temporal_ensemble_coeff": 0.01}, {"n_action_steps": 4},
+                                     {"temporal_ensemble_coeff": 0.01, "n_action_steps": 3}])
 def test_side_by_side_episodes_equal_separate_ones(tiny_checkpoint, options):
     rng = np.random.default_rng(0)
     policy = ACTPolicy.from_checkpoint(tiny_checkpoint, **options)

@@ -30,7 +30,8 @@ class EvalCallback(L.Callback):
         num_episodes: rollouts per evaluation (seeds ``seed`` .. ``seed + num_episodes - 1``).
         seed: first evaluation seed; keep it far from the demo seeds.
         temporal_ensemble_coeff: temporal ensembling m, or None for chunked execution.
-        n_action_steps: chunked execution period when ``temporal_ensemble_coeff`` is None.
+        n_action_steps: query every n steps: chunked execution period when ``temporal_ensemble_coeff``
+            is None, else the ensembling query period (default 1).
         video: write (and log to wandb, if used) a video of the first rollout.
         video_size: (H, W) of that video.
         render_quality: None: as the training data.
