@@ -19,13 +19,17 @@ from pathlib import Path
 
 import hydra
 import torch
+from hydra.utils import instantiate
 from omegaconf import DictConfig, open_dict
 
 from act.data.episodes import DatasetError
+from act.budget import estimate_evaluation, estimate_training, minutes
 from act.data.record import RecordSettings, describe, record_with_bar
 from act.eval.plot import plot_run
 from act.eval.run import build_spec, evaluate_and_save, summary_line
+from act.precision import device_type_of, resolve_precision
 from act.train import ConfigError, train
+from envs import make_env
 from envs.io import write_json
 
 DEMO_KEYS = ("dir", "num_demos", "demo_seed", "record_workers", "eval_episodes", "eval_seed", "eval_workers", "eval_batch_envs",
@@ -85,8 +89,39 @@ def evaluation_config(cfg: DictConfig, demo: DictConfig, ckpt: Path, out_dir: Pa
     return eval_cfg
 
 
-def minutes(seconds: float) -> str:
-    return f"{int(seconds // 60)} min {seconds % 60:04.1f} s"
+def print_plan(cfg: DictConfig, demo: DictConfig, steps_left: int) -> dict:
+    """Time a few training steps, queries and sim steps here; print what training and evaluation
+    will take on this machine, before they run. CPU runs only (GPU timings need their own warm-up)."""
+    if device_type_of(cfg.trainer.get("accelerator")) != "cpu":
+        return {}
+    module = instantiate(cfg.policy.module, camera_names=list(cfg.task.cameras),
+                         image_size=list(cfg.task.image_size), _convert_="all")
+    train_precision = resolve_precision(str(cfg.trainer.precision), "cpu").precision
+    estimates = []
+    if steps_left:
+        estimates.append(estimate_training(module, int(cfg.data.batch_size), steps_left, train_precision))
+    chunked = demo.temporal_ensemble_coeff is None
+    query_every = int(demo.n_action_steps or (cfg.policy.chunk_size if chunked else 1))
+    episode_len = int(demo.eval_episode_len or cfg.task.episode_len)
+    env = make_env(cfg.task.name, "joint", cameras=list(cfg.task.cameras), image_size=tuple(cfg.task.image_size),
+                   render_quality=cfg.task.render_quality, episode_len=episode_len)
+    estimates.append(estimate_evaluation(module, resolve_precision(str(demo.eval_precision), "cpu").precision, env,
+                                         int(demo.eval_episodes), episode_len, query_every,
+                                         int(demo.eval_batch_envs), int(demo.eval_workers)))
+    total = sum(e.seconds for e in estimates)
+    print("      plan, timed on this machine just now:")
+    for e in estimates:
+        print(f"        {e.stage:5s} ~{minutes(e.seconds)}  ({e.detail})")
+    line = f"        expected to finish in ~{minutes(total)}"
+    if os.environ.get("DEMO_START"):
+        since_make = time.time() - float(os.environ["DEMO_START"]) + total
+        line += f" ({minutes(since_make)} since `make demo` started)"
+        budget = demo.get("budget_min")
+        if budget and since_make > 60 * float(budget):
+            line += (f"\n        note: over this quickstart's {budget}-minute budget on this CPU; the README's "
+                     "'The CPU quickstart' gives the settings and times per CPU class")
+    print(line, flush=True)
+    return {e.stage: e.seconds for e in estimates}
 
 
 def run(cfg: DictConfig) -> dict:
@@ -111,6 +146,7 @@ def run(cfg: DictConfig) -> dict:
     last = ckpt_dir / "last.ckpt"
     resume_from, done = max(((p, checkpoint_step(p)) for p in (last, ckpt_dir / "interrupted.ckpt")),
                             key=lambda item: item[1])
+    plan = print_plan(cfg, demo, max(0, max_steps - done))
     start = time.perf_counter()
     train_metrics: dict = {}
     if done >= max_steps:
@@ -164,7 +200,7 @@ def run(cfg: DictConfig) -> dict:
     summary = {"task": cfg.task.name, "success_rate": metrics["success_rate"],
                "success_rate_ci95": metrics["success_rate_ci95"], "successes": metrics["successes"],
                "num_episodes": metrics["num_episodes"], "stage_rates": metrics["stage_rates"],
-               "wall_time_s": times, "wall_time_since_make_s": total_since_make,
+               "wall_time_s": times, "wall_time_since_make_s": total_since_make, "planned_s": plan,
                "train_steps": step, "train_metrics": train_metrics, "checkpoint": str(ckpt),
                "metrics": str(metrics_path), "videos": metrics.get("videos", []),
                "plot": str(plot) if plot else None, "recording": describe(settings, recorded)}

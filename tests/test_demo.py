@@ -27,8 +27,12 @@ def test_demo_runs_every_stage_then_resumes_without_repeating(run_script, tmp_pa
     out = tmp_path / "demo"
     first = run_script("demo", *demo_overrides(tmp_path, "trainer.max_steps=4"))
     assert "0 kept + 2 recorded" in first.stdout and "[2/4] training: 4 steps" in first.stdout
+    # Before training, the plan: each stage timed on this machine.
+    assert "plan, timed on this machine" in first.stdout and "4 steps x" in first.stdout
+    assert "2 episodes: 10 batched queries" in first.stdout  # side by side, 40 steps, a query every 4
     summary = json.loads((out / "summary.json").read_text())
     assert summary["train_steps"] == 4 and summary["num_episodes"] == 2 and 0.0 <= summary["success_rate"] <= 1.0
+    assert set(summary["planned_s"]) == {"train", "eval"} and all(v > 0 for v in summary["planned_s"].values())
     low, high = summary["success_rate_ci95"]
     assert low <= summary["success_rate"] <= high and set(summary["stage_rates"]) == {"1", "2", "3", "4"}
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,70 @@
+"""What the pipeline's stages will cost on this machine, measured before they run.
+
+``make demo`` calls these before training: a few real training steps and policy queries at the
+configured sizes and precision, and a few simulator steps, extrapolated to the whole stage. The
+point is to tell a user at minute 3, not at hour 3, that their CPU needs another setting.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from act.timing import query_fn, random_batch, time_calls, training_step_fn
+
+# Measured on the quickstart (3600 steps): the trainer's loop, data loading and validation add
+# about this much to the bare step time that ``estimate_training`` times.
+TRAINER_OVERHEAD = 1.10
+PROCESS_START_S = 15.0  # evaluation worker start-up: imports, building the envs and the policy
+
+
+@dataclass(frozen=True)
+class StageEstimate:
+    stage: str
+    seconds: float
+    detail: str
+
+
+def estimate_training(module, batch_size: int, steps: int, precision: str, repeats: int = 4) -> StageEstimate:
+    """``steps`` optimiser steps of ``module`` at ``batch_size`` (CPU), from ``repeats`` timed ones."""
+    batch = random_batch(batch_size, len(module.camera_names), module.image_size, module.config.chunk_size,
+                         module.config.state_dim, module.config.action_dim)
+    step = training_step_fn(module, batch, precision)
+    seconds = float(np.median(time_calls(step, repeats, warmup=2)))
+    total = TRAINER_OVERHEAD * seconds * steps
+    return StageEstimate("train", total, f"{steps} steps x {1000 * seconds:.0f} ms/step at batch {batch_size}, "
+                                         f"{precision} ({batch_size / seconds:.1f} samples/s)")
+
+
+def estimate_evaluation(module, precision: str, env, episodes: int, episode_len: int, query_every: int,
+                        batch_envs: int, workers: int) -> StageEstimate:
+    """Closed-loop evaluation of ``episodes`` episodes: simulator steps (timed on ``env``) plus
+    batched queries (timed on ``module``), spread over ``workers`` processes as ``evaluate`` does."""
+    ts = env.reset(seed=0)
+    hold = np.asarray(ts.observation["qpos"], dtype=np.float64)
+    start = time.perf_counter()
+    sim_steps = 10
+    for _ in range(sim_steps):
+        env.step(hold)
+    env_s = (time.perf_counter() - start) / sim_steps
+    query_s = float(np.median(time_calls(query_fn(module, batch_envs, precision), 3, warmup=1)))
+    cpus = os.cpu_count() or 1
+    workers = max(1, workers)
+    groups = math.ceil(episodes / batch_envs)
+    queries = math.ceil(episode_len / query_every)
+    threads_each = max(1, cpus // workers) if workers > 1 else torch.get_num_threads()
+    query_total = groups * queries * query_s * torch.get_num_threads() / (threads_each * workers)
+    env_total = episodes * episode_len * env_s / min(workers, cpus)
+    total = query_total + env_total + PROCESS_START_S
+    return StageEstimate("eval", total, f"{episodes} episodes: {groups * queries} batched queries x "
+                                        f"{1000 * query_s:.0f} ms, {episodes * episode_len} sim steps x "
+                                        f"{1000 * env_s:.1f} ms, {workers} process(es)")
+
+
+def minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)} min {seconds % 60:04.1f} s"
