@@ -15,8 +15,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
+# One pytest worker per core (pytest-xdist), one thread each (tests/conftest.py).
 test: install
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" -n auto
 
 test-slow: install
 	$(PY) -m pytest -q -m slow

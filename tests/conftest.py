@@ -10,6 +10,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("WANDB_MODE", "offline")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # `make test` runs one pytest worker per core: one thread each, or their OpenMP threads spin
+    # against each other (two 2-thread jobs on 2 cores run 5-7x slower). Subprocesses inherit it.
+    os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ["MKL_NUM_THREADS"] = "1"
+    import torch
+
+    torch.set_num_threads(1)
 os.environ.setdefault("WANDB_SILENT", "true")
 
 
