@@ -7,7 +7,10 @@ to Lightning (steps, logging, optimiser groups, checkpoint contents, exact resum
 from __future__ import annotations
 
 import math
+import pickle
 import random
+import zipfile
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import lightning as L
@@ -23,6 +26,38 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 LR_SCHEDULES = ("constant", "cosine")
+CHECKPOINT_HINT = "give a .ckpt file written by scripts/train.py (e.g. <run>/checkpoints/last.ckpt)"
+
+
+class CheckpointError(ValueError):
+    """A file that is not a checkpoint of this project, or one that cannot be loaded safely."""
+
+
+def read_checkpoint(path: str | Path) -> dict:
+    """The contents of a checkpoint written by ``scripts/train.py``, without running any code in it.
+
+    Loads with ``weights_only=True`` (plain values and tensors only) and memory-maps the tensors,
+    so checking a large checkpoint is cheap. Anything else raises ``CheckpointError`` with
+    "<path> is not a readable checkpoint": never PyTorch's advice to load it unsafely.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist")
+    if not zipfile.is_zipfile(path):
+        raise CheckpointError(f"{path} is not a readable checkpoint (not a PyTorch checkpoint, or truncated); "
+                              f"{CHECKPOINT_HINT}")
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except pickle.UnpicklingError:
+        raise CheckpointError(f"{path} is not a readable checkpoint (it holds objects other than tensors and plain "
+                              f"values, which are never loaded: they could run code); {CHECKPOINT_HINT}") from None
+    except (RuntimeError, OSError, ValueError, EOFError):
+        raise CheckpointError(f"{path} is not a readable checkpoint (damaged, or not a checkpoint); "
+                              f"{CHECKPOINT_HINT}") from None
+    if not isinstance(checkpoint, dict) or not {"state_dict", "hyper_parameters"} <= set(checkpoint):
+        raise CheckpointError(f"{path} is not a readable checkpoint (no ACT weights and settings in it); "
+                              f"{CHECKPOINT_HINT}")
+    return checkpoint
 
 
 def check_crop(crop: Sequence[int] | None, image_size: tuple[int, int]) -> tuple[int, int, int, int] | None:

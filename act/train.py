@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import logging
+import sys
+import warnings
 from pathlib import Path
 
 import lightning as L
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
+from lightning.pytorch.callbacks import OnExceptionCheckpoint
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from act.callbacks import ResumableCSVLogger, SafeCheckpointIO
 from act.data.datamodule import ACTDataModule
+from act.data.schema import EpisodeFormatError
+from act.lit_module import CheckpointError, read_checkpoint
 from act.precision import resolve_precision
+from envs.io import unwritable_reason
 
 log = logging.getLogger(__name__)
 
@@ -20,11 +27,11 @@ class ConfigError(ValueError):
     """A training config that cannot work; raised before any training step."""
 
 
-def record_command(cfg: DictConfig) -> str:
-    """The record_demos.py command that creates the dataset this config expects."""
+def record_command(cfg: DictConfig, out_dir: str | None = None) -> str:
+    """The record_demos.py command that creates the dataset this config expects (in ``out_dir``)."""
     size = list(cfg.task.image_size)
     cams = ",".join(cfg.data.cameras)
-    return (f"python scripts/record_demos.py task={cfg.task.name} out_dir={cfg.data.dataset_dir} "
+    return (f"python scripts/record_demos.py task={cfg.task.name} out_dir={out_dir or cfg.data.dataset_dir} "
             f"cameras=[{cams}] image_size=[{size[0]},{size[1]}] render_quality={cfg.task.render_quality}")
 
 
@@ -33,14 +40,30 @@ def build_datamodule(cfg: DictConfig) -> ACTDataModule:
     folder = Path(cfg.data.dataset_dir)
     if not folder.is_dir():
         raise ConfigError(f"dataset folder {folder} does not exist; create it with:\n  {record_command(cfg)}")
-    dm: ACTDataModule = instantiate(cfg.data)
-    dm.setup("fit")
+    try:
+        dm: ACTDataModule = instantiate(cfg.data)
+    except InstantiationException as err:  # the data module's own message (e.g. batch_size)
+        cause = err.__cause__ if isinstance(err.__cause__, ValueError) else err
+        raise ConfigError(f"data config: {cause}") from err
+    try:
+        dm.setup("fit")
+    except EpisodeFormatError as err:
+        raise ConfigError(f"{err}; move that file out of {folder}, or rerun `{record_command(cfg)} "
+                          f"num_episodes=<N>`: it renames a damaged file *.corrupt and records it again") from err
     index = dm.index
     height, width = index.image_shape[:2]
     want = tuple(cfg.task.image_size)
     if (height, width) != want:
+        # Recording the new size into the same folder is refused (mixed sizes): suggest a new one.
+        other = f"{str(folder).rstrip('/')}_{want[0]}x{want[1]}"
         raise ConfigError(f"task.image_size={list(want)} but the episodes in {folder} are {height}x{width}; "
-                          f"set task.image_size=[{height},{width}] or record new demos: {record_command(cfg)}")
+                          f"set task.image_size=[{height},{width}] to train on them, or record {want[0]}x{want[1]} "
+                          f"demos into a new folder and train on that: {record_command(cfg, other)} "
+                          f"num_episodes=<N>, then data.dataset_dir={other}")
+    if dm.val_set is None:
+        print(f"warning: {folder} holds {len(index)} episode(s) and data.val_fraction={cfg.data.val_fraction}: no "
+              "validation split, so no val/l1 and no best checkpoint (only last.ckpt); record more episodes for "
+              "validation", file=sys.stderr)
     shortest = int(index.lengths.min())
     if cfg.policy.chunk_size > shortest:
         raise ConfigError(f"policy.chunk_size={cfg.policy.chunk_size} is longer than the shortest episode "
@@ -73,7 +96,59 @@ def build_trainer(cfg: DictConfig) -> L.Trainer:
         raise ConfigError(f"trainer.max_steps must be positive, got {cfg.trainer.max_steps}")
     loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values()]
     callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
-    return instantiate(cfg.trainer, logger=loggers or False, callbacks=callbacks)
+    # SafeCheckpointIO: a checkpoint that cannot be written stops the run (Lightning's save may not).
+    return instantiate(cfg.trainer, logger=loggers or False, callbacks=callbacks, plugins=[SafeCheckpointIO()])
+
+
+def check_writable(folder: str | Path, setting: str) -> None:
+    """Raise ``ConfigError`` unless ``folder`` exists (or can be created) and accepts a new file."""
+    why = unwritable_reason(folder)
+    if why:
+        raise ConfigError(f"{setting} {folder} is not writable ({why}); choose a writable out_dir=<folder>")
+
+
+def checkpoint_folders(trainer: L.Trainer) -> list[Path]:
+    """Every folder the trainer's callbacks save checkpoints into."""
+    folders = {Path(cb.dirpath) for cb in trainer.checkpoint_callbacks if getattr(cb, "dirpath", None)}
+    folders |= {Path(cb.dirpath) for cb in trainer.callbacks if isinstance(cb, OnExceptionCheckpoint)}
+    return sorted(folders)
+
+
+def resume_path(cfg: DictConfig, trainer: L.Trainer) -> Path | None:
+    """``ckpt_path``, or else the newest ``last.ckpt``/``interrupted.ckpt`` already in the run folder
+    (Lightning would resume from it silently; here it is said)."""
+    if cfg.ckpt_path is not None:
+        return Path(cfg.ckpt_path)
+    found = [folder / name for folder in checkpoint_folders(trainer) for name in ("last.ckpt", "interrupted.ckpt")]
+    found = [path for path in found if path.is_file()]
+    if not found:
+        return None
+    path = max(found, key=lambda p: p.stat().st_mtime)
+    print(f"resuming from {path}, found in the run folder (give a new out_dir to start afresh)")
+    return path
+
+
+# Settings a checkpoint's weights depend on: resuming with another value cannot work.
+RESUME_SETTINGS = {"camera_names": "task.cameras", "image_size": "task.image_size",
+                   "image_crop": "policy.module.image_crop"}
+INIT_ONLY = ("backbone_weights",)  # used only to initialise a new network
+
+
+def check_resume(path: Path, checkpoint: dict, module: L.LightningModule, restart: str = "drop ckpt_path") -> None:
+    """Raise ``ConfigError`` naming every setting in which ``module`` differs from the checkpoint's network."""
+    def plain(value):
+        return [plain(v) for v in value] if isinstance(value, (list, tuple)) else value
+
+    saved, now = checkpoint["hyper_parameters"], module.hparams
+    pairs = [(f"policy.{key}" if key == "chunk_size" else f"policy.model.{key}", saved["model"][key], value)
+             for key, value in dict(now["model"]).items() if key in saved.get("model", {}) and key not in INIT_ONLY]
+    pairs += [(name, saved.get(key), now.get(key)) for key, name in RESUME_SETTINGS.items() if key in saved]
+    differ = [(name, old, new) for name, old, new in pairs if plain(old) != plain(new)]
+    if differ:
+        shown = "; ".join(f"{name}={plain(old)} in the checkpoint, {plain(new)} here" for name, old, new in differ)
+        fix = " ".join(f"{name}={plain(old)}".replace(" ", "") for name, old, _ in differ)
+        raise ConfigError(f"cannot resume from {path}: {shown}; resume with the checkpoint's settings ({fix}) "
+                          f"or {restart} to start a new run")
 
 
 OTHER_LIGHTNING_PRECISIONS = ("16-mixed", "bf16-true", "16-true", "64-true")
@@ -100,6 +175,7 @@ def train(cfg: DictConfig) -> dict:
     L.seed_everything(cfg.seed, workers=True)
     dm = build_datamodule(cfg)
     module = build_module(cfg, dm)
+    check_writable(cfg.out_dir, "out_dir")
     trainer = build_trainer(cfg)
     try:
         module.check_schedule(cfg.trainer.max_steps)
@@ -107,10 +183,28 @@ def train(cfg: DictConfig) -> dict:
         raise ConfigError(str(err)) from err
     if cfg.ckpt_path is not None and not Path(cfg.ckpt_path).is_file():
         raise ConfigError(f"ckpt_path {cfg.ckpt_path} does not exist")
-    trainer.fit(module, datamodule=dm, ckpt_path=cfg.ckpt_path)
+    ckpt_path, resume_step = resume_path(cfg, trainer), 0
+    if ckpt_path is not None:
+        try:
+            checkpoint = read_checkpoint(ckpt_path)
+        except CheckpointError as err:
+            raise ConfigError(str(err)) from None
+        check_resume(ckpt_path, checkpoint, module, "drop ckpt_path" if cfg.ckpt_path else "give a new out_dir")
+        resume_step = int(checkpoint.get("global_step", 0))
+        del checkpoint
+    for logger in trainer.loggers:
+        if isinstance(logger, ResumableCSVLogger):
+            logger.resume_step = resume_step  # rows logged after the checkpoint are dropped
+    for folder in checkpoint_folders(trainer):
+        check_writable(folder, "checkpoint folder")
+    with warnings.catch_warnings():  # Lightning's notes on ckpt_path=None: resuming is decided above
+        warnings.filterwarnings("ignore", message=r".*\.fit\(ckpt_path=None\)` was called without a model")
+        warnings.filterwarnings("ignore", message=r'.*fit\(ckpt_path="last"\) is set, but there is no last')
+        trainer.fit(module, datamodule=dm, ckpt_path=None if ckpt_path is None else str(ckpt_path))
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
     for cb in trainer.checkpoint_callbacks:
-        if getattr(cb, "monitor", None) == "val/l1" and cb.best_model_score is not None:
+        if getattr(cb, "monitor", None) == "val/l1" and cb.best_model_score is not None \
+                and Path(cb.best_model_path).is_file():  # report only files that exist
             metrics["best/val_l1"] = float(cb.best_model_score)
             metrics["best_ckpt"] = cb.best_model_path
     return metrics

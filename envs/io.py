@@ -1,10 +1,12 @@
-"""Small file helpers: atomic writes, so an interrupted run never leaves a half-written file."""
+"""Small file and process helpers: atomic writes, so an interrupted run never leaves a half-written file;
+a folder check before long work; workers that exit with their parent."""
 
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -37,3 +39,33 @@ def write_json(path: str | Path, data) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
     return Path(path)
+
+
+def unwritable_reason(folder: str | Path) -> str | None:
+    """None if ``folder`` exists (or can be created) and accepts a new file, else why not (a few words)."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write_check.", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        return "a file is in the way" if folder.exists() and not folder.is_dir() else err.strerror or str(err)
+    return None
+
+
+def exit_with_parent(poll_s: float = 1.0) -> None:
+    """In a worker process: exit as soon as the process that started it is gone.
+
+    A pool worker whose parent was killed (``kill -9``: no clean-up runs) would otherwise finish
+    its queued work and then wait forever on its pipe. A daemon thread polls the parent's id; when
+    the worker is re-parented, it exits at once (``os._exit``: nothing left to flush).
+    """
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            threading.Event().wait(poll_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()

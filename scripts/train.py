@@ -15,6 +15,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
+from act.callbacks import CheckpointSaveError
 from act.data.episodes import DatasetError
 from act.train import ConfigError, train
 
@@ -23,7 +24,7 @@ from act.train import ConfigError, train
 def main(cfg: DictConfig) -> float | None:
     try:
         metrics = train(cfg)
-    except (ConfigError, DatasetError) as err:
+    except (ConfigError, DatasetError, CheckpointSaveError) as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
     value = metrics.get("best/val_l1", metrics.get(cfg.optimized_metric))
@@ -31,7 +32,8 @@ def main(cfg: DictConfig) -> float | None:
         print(f"warning: no {cfg.optimized_metric} was logged: validation never ran (trainer.val_check_interval="
               f"{cfg.trainer.val_check_interval} > trainer.max_steps={cfg.trainer.max_steps}, or no validation "
               "episodes); sweepers need it", file=sys.stderr)
-    print(f"done: {cfg.optimized_metric} {value} | best checkpoint {metrics.get('best_ckpt')} | run folder {cfg.out_dir}")
+    best = metrics.get("best_ckpt") or "none"  # set only for a file that exists
+    print(f"done: {cfg.optimized_metric} {value} | best checkpoint {best} | run folder {cfg.out_dir}")
     return value
 
 

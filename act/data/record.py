@@ -26,9 +26,20 @@ from act.data.schema import (COMPRESSIONS, EpisodeFormatError, episode_path, lis
 from envs.constants import FPS, TASKS
 from envs.demo import DemoRecorder
 from envs.factory import validate_cameras, validate_image_size
+from envs.io import exit_with_parent
 
 log = logging.getLogger(__name__)
 PENDING_SUFFIX = ".pending.hdf5"
+# Leftovers of an interrupted run: episodes and pending seeds, and the temporary files of both
+# (``atomic_path`` writes ``.<stem>.<random>.tmp.hdf5``: ``..seed_N.pending.<random>.tmp.hdf5``).
+LEFTOVER_PATTERNS = (".episode_*.tmp.hdf5", f".seed_*{PENDING_SUFFIX}", "..seed_*.pending.*.tmp.hdf5")
+
+
+def remove_leftovers(folder: Path) -> None:
+    """Delete every leftover of an interrupted run in ``folder`` (never an ``episode_*.hdf5``)."""
+    for pattern in LEFTOVER_PATTERNS:
+        for leftover in folder.glob(pattern):
+            leftover.unlink(missing_ok=True)
 
 
 @dataclass
@@ -85,8 +96,7 @@ def scan_existing(settings: RecordSettings) -> dict[int, int]:
     folder = settings.out_dir
     if not folder.exists():
         return {}
-    for leftover in list(folder.glob(".episode_*.tmp.hdf5")) + list(folder.glob(f".seed_*{PENDING_SUFFIX}")):
-        leftover.unlink()
+    remove_leftovers(folder)
     existing = {}
     for index, path in list_episode_files(folder):
         try:
@@ -119,6 +129,7 @@ _SETTINGS: RecordSettings | None = None
 def _init_worker(settings: RecordSettings) -> None:
     global _RECORDER, _SETTINGS
     if settings.workers > 1:
+        exit_with_parent()  # a killed recording leaves no worker behind
         # Mesa's software rasteriser starts one thread per core in every process; with one
         # process per core, single-threaded rendering avoids oversubscription (about 15% faster
         # at 480x640 on 2 cores). Must be set before the first GL context of this process.
@@ -210,8 +221,7 @@ def record(settings: RecordSettings, progress: Callable[[dict, int], None] | Non
                 progress(outcome, settings.num_episodes - len(missing))
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
-        for leftover in settings.out_dir.glob(f".seed_*{PENDING_SUFFIX}"):
-            leftover.unlink()  # successes beyond the target, or work cut short
+        remove_leftovers(settings.out_dir)  # successes beyond the target, or work cut short
         result.wall_time_s = time.perf_counter() - start
     return result
 

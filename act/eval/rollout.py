@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from envs.constants import DT
+from envs.io import exit_with_parent
 from envs.metrics import summarize
 from envs.video import overlay_text, write_mp4
 
@@ -132,9 +133,10 @@ _WORKER: dict = {}
 
 
 def _init_worker(spec: EvalSpec, threads: int | None) -> None:
-    if threads is not None:
+    if threads is not None:  # a pool worker
         import torch
 
+        exit_with_parent()  # a killed evaluation leaves no worker behind
         torch.set_num_threads(threads)
     from act.eval.backends import make_eval_env
 

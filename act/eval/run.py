@@ -8,11 +8,14 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from act.eval.backends import BACKENDS
 from act.eval.expert import ScriptedReplayPolicy
 from act.eval.rollout import EvalSpec, evaluate
+from act.lit_module import read_checkpoint
 from act.policy import ACTPolicy
 from act.precision import resolve_precision
-from envs.constants import TASKS
+from envs.constants import CAMERAS, TASKS
+from envs.factory import validate_image_size
 from envs.io import write_json
 
 log = logging.getLogger(__name__)
@@ -28,6 +31,16 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
         raise ValueError("the scripted expert runs one episode at a time: use batch_envs=1 with expert=true")
     if cfg.num_videos < 0:
         raise ValueError(f"num_videos must be >= 0, got {cfg.num_videos}")
+    # Checked before any policy or environment is built.
+    if cfg.env.backend not in BACKENDS:
+        raise ValueError(f"env.backend={cfg.env.backend!r} is unknown; valid: {', '.join(BACKENDS)}")
+    if cfg.video_camera not in CAMERAS:
+        raise ValueError(f"video_camera={cfg.video_camera!r} is unknown; valid: {', '.join(CAMERAS)}")
+    try:
+        video_size = validate_image_size(cfg.video_size)
+    except ValueError:
+        shown = OmegaConf.to_container(cfg.video_size) if OmegaConf.is_config(cfg.video_size) else cfg.video_size
+        raise ValueError(f"video_size must be two positive integers [height, width], got {shown}") from None
     chosen_task = cfg.task.name if cfg.get("task") else None
     if cfg.expert:
         task = chosen_task
@@ -42,6 +55,12 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
         path = Path(cfg.ckpt_path)
         if not path.is_file():
             raise FileNotFoundError(f"checkpoint {path} does not exist")
+        saved = read_checkpoint(path)["hyper_parameters"]  # "<path> is not a readable checkpoint" otherwise
+        trained_on = saved.get("task")
+        if chosen_task and trained_on and chosen_task != trained_on and not cfg.get("allow_task_mismatch", False):
+            raise ValueError(f"task={chosen_task} but {path} was trained on {trained_on}: drop task= to evaluate it "
+                             f"on {trained_on}, or add allow_task_mismatch=true to evaluate it on {chosen_task} anyway")
+        check_backend(cfg.env.backend, saved.get("camera_names") or ["top"], saved.get("image_size") or (480, 640))
         choice = resolve_precision(cfg.precision, cfg.device)  # once, here; the workers get the result
         print(f"evaluation precision: {choice.precision} ({choice.requested}: {choice.reason})")
         options = dict(device=cfg.device, precision=choice.precision)
@@ -55,17 +74,28 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
         make_policy = functools.partial(ACTPolicy.from_checkpoint, str(path), **options)
         cameras, image_size = tuple(probe.camera_names), tuple(probe.image_size)
         quality = cfg.render_quality or probe.module.hparams.get("render_quality") or "paper"
-        described = {"policy": str(path), "chunk_size": probe.chunk_size, "cameras": list(cameras),
-                     "image_size": list(image_size), "execution": probe.execution, **options}
+        described = {"policy": str(path), "trained_on": trained_on, "chunk_size": probe.chunk_size,
+                     "cameras": list(cameras), "image_size": list(image_size), "execution": probe.execution, **options}
     seeds = tuple(int(cfg.seed) + i for i in range(int(cfg.num_episodes)))
     spec = EvalSpec(make_policy=make_policy, task=task, cameras=cameras, image_size=image_size,
                     render_quality=quality, backend=cfg.env.backend, episode_len=cfg.episode_len, seeds=seeds,
                     num_videos=int(cfg.num_videos), video_dir=str(Path(cfg.out_dir)), video_camera=cfg.video_camera,
-                    video_size=tuple(cfg.video_size), workers=int(cfg.workers),
+                    video_size=video_size, workers=int(cfg.workers),
                     batch_envs=int(cfg.get("batch_envs", 1)))
     described.update(task=task, backend=cfg.env.backend, render_quality=quality, seeds=[seeds[0], seeds[-1]],
                      batch_envs=spec.batch_envs)
     return spec, described
+
+
+def check_backend(backend: str, cameras, image_size) -> None:
+    """What ``make_eval_env`` would refuse for this policy, said before anything is built."""
+    if backend == "gym_aloha":
+        if list(cameras) != ["top"]:
+            raise ValueError(f"the gym_aloha backend renders only the 'top' camera; the policy needs {list(cameras)}: "
+                             "evaluate it with env.backend=native")
+        if tuple(image_size) != (480, 640):
+            raise ValueError(f"gym-aloha renders 480x640 images; this policy needs {tuple(image_size)}: evaluate it "
+                             "with env.backend=native")
 
 
 def evaluate_with_bar(spec: EvalSpec) -> dict:

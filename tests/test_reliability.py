@@ -1,0 +1,179 @@
+"""Nothing lost, nothing silent: unreadable checkpoints, failing saves, resumed logs, leftovers, bad inputs."""
+
+from __future__ import annotations
+
+import builtins
+import csv
+import re
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+
+from act.callbacks import CheckpointSaveError
+from act.data.record import RecordSettings, record
+from act.eval.run import build_spec
+from act.lit_module import read_checkpoint
+from act.train import ConfigError, train
+from helpers import CONFIGS, make_cfg
+
+
+def eval_cfg(*overrides: str):
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        return compose("eval", overrides=["logger.wandb=false", "num_episodes=1", *overrides])
+
+
+@pytest.fixture
+def bad_checkpoints(tiny_checkpoint, tmp_path):
+    """Files that are not readable checkpoints: text, a truncated checkpoint, a pickled object."""
+    text = tmp_path / "notes.ckpt"
+    text.write_text("not a checkpoint\n")
+    data = tiny_checkpoint.read_bytes()
+    truncated = tmp_path / "truncated.ckpt"
+    truncated.write_bytes(data[:len(data) // 2])
+    pickled = tmp_path / "object.ckpt"
+    torch.save({"state_dict": {}, "hyper_parameters": {}, "callback": CheckpointSaveError("x")}, pickled)
+    plain = tmp_path / "plain.ckpt"
+    torch.save({"weights": torch.zeros(2)}, plain)
+    return [text, truncated, pickled, plain]
+
+
+def test_unreadable_checkpoints_are_named_without_unsafe_advice(bad_checkpoints, demos, tmp_path):
+    for path in bad_checkpoints:
+        for attempt in (lambda: read_checkpoint(path),
+                        lambda: build_spec(eval_cfg(f"ckpt_path={path}")),
+                        lambda: train(make_cfg(demos, tmp_path / "run", "trainer.max_steps=2", f"ckpt_path={path}"))):
+            with pytest.raises(ValueError, match=f"{path} is not a readable checkpoint") as err:
+                attempt()
+            assert "weights_only" not in str(err.value) and "\n" not in str(err.value)
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+def test_eval_refuses_another_task_unless_asked(tiny_checkpoint, monkeypatch):
+    with pytest.raises(ValueError, match="task=insertion but .* was trained on transfer_cube: drop task= .* "
+                                         "allow_task_mismatch=true"):
+        build_spec(eval_cfg(f"ckpt_path={tiny_checkpoint}", "task=insertion"))
+    spec, described = build_spec(eval_cfg(f"ckpt_path={tiny_checkpoint}", "task=insertion", "allow_task_mismatch=true"))
+    assert spec.task == "insertion" and described["trained_on"] == "transfer_cube"
+    assert build_spec(eval_cfg(f"ckpt_path={tiny_checkpoint}"))[0].task == "transfer_cube"
+
+
+@pytest.mark.parametrize("override, message", [
+    ("video_camera=roof", "video_camera='roof' is unknown; valid: top, angle"),
+    ("video_size=[240,0]", r"video_size must be two positive integers \[height, width\], got \[240, 0\]"),
+    ("env.backend=mujoco", "env.backend='mujoco' is unknown; valid: native, gym_aloha"),
+    ("env.backend=gym_aloha", "gym-aloha renders 480x640 images; this policy needs \\(32, 32\\)"),
+])
+def test_eval_settings_are_checked_before_the_policy_is_built(tiny_checkpoint, monkeypatch, override, message):
+    import act.eval.run as run
+
+    def never(*args, **kwargs):
+        raise AssertionError("the policy was built before the settings were checked")
+
+    monkeypatch.setattr(run.ACTPolicy, "from_checkpoint", never)
+    with pytest.raises(ValueError, match=message):
+        build_spec(eval_cfg(f"ckpt_path={tiny_checkpoint}", override))
+
+
+def test_resume_with_another_chunk_size_names_the_setting(tiny_checkpoint, demos, tmp_path):
+    with pytest.raises(ConfigError, match=r"cannot resume from .*last.ckpt: policy.chunk_size=10 in the checkpoint, "
+                                          r"8 here; resume with the checkpoint's settings \(policy.chunk_size=10\)"):
+        train(make_cfg(demos, tmp_path / "run", "trainer.max_steps=6", "policy.chunk_size=8",
+                       f"ckpt_path={tiny_checkpoint}"))
+
+
+def test_bad_data_settings_and_corrupt_episodes_are_config_errors(demos, tmp_path):
+    with pytest.raises(ConfigError, match="data config: batch_size must be positive, got 0"):
+        train(make_cfg(demos, tmp_path / "run", "data.batch_size=0"))
+    broken = tmp_path / "broken"
+    shutil.copytree(demos, broken)
+    (broken / "episode_1.hdf5").write_bytes(b"garbage")
+    with pytest.raises(ConfigError, match=r"episode_1.hdf5: not a readable HDF5 file.*; move that file out of .*"
+                                          r"record_demos.py .* it renames a damaged file \*.corrupt"):
+        train(make_cfg(broken, tmp_path / "run"))
+
+
+def test_image_size_mismatch_suggests_a_command_that_works(demos, tmp_path):
+    with pytest.raises(ConfigError) as err:
+        train(make_cfg(demos, tmp_path / "run", "task.image_size=[48,64]"))
+    message = str(err.value)
+    assert "set task.image_size=[32,32]" in message
+    # Recording 48x64 into the 32x32 folder would be refused: the command names a new folder.
+    assert f"out_dir={demos}_48x64 cameras=[top] image_size=[48,64]" in message
+    assert f"data.dataset_dir={demos}_48x64" in message
+
+
+def test_one_episode_dataset_warns_before_training(demos, tmp_path, capsys):
+    single = tmp_path / "single"
+    single.mkdir()
+    shutil.copy(demos / "episode_0.hdf5", single)
+    with pytest.raises(ConfigError, match="max_steps"):  # fails just after the data checks
+        train(make_cfg(single, tmp_path / "run", "trainer.max_steps=0"))
+    assert "holds 1 episode(s) and data.val_fraction=0.2: no validation split, so no val/l1 and no best " \
+           "checkpoint" in capsys.readouterr().err
+
+
+def test_unwritable_run_folders_fail_before_training(demos, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(ConfigError, match=f"out_dir {blocker}/run is not writable"):
+        train(make_cfg(demos, blocker / "run", "trainer.max_steps=2"))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "checkpoints").write_text("")  # a file where the checkpoint folder should be
+    with pytest.raises(ConfigError, match=f"checkpoint folder {run}/checkpoints is not writable \\(a file is in the way"):
+        train(make_cfg(demos, run, "trainer.max_steps=2"))
+    assert not (run / "csv").exists()
+
+
+def test_a_failing_checkpoint_save_stops_the_run(demos, tmp_path, monkeypatch):
+    # As a non-root user with checkpoints/ read-only; Lightning's own save swallowed the PermissionError.
+    out = tmp_path / "run"
+    real_open = builtins.open
+
+    def read_only_checkpoints(file, mode="r", *args, **kwargs):
+        if "w" in mode and str(out / "checkpoints") in str(file):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", read_only_checkpoints)
+    with pytest.raises(CheckpointSaveError, match=r"could not save checkpoint .*checkpoints/.*\.ckpt: Permission "
+                                                  r"denied; make .*checkpoints writable"):
+        train(make_cfg(demos, out, "trainer.max_steps=2", "trainer.val_check_interval=1"))
+    monkeypatch.undo()
+    assert list((out / "checkpoints").iterdir()) == []
+
+
+def read_rows(out: Path, key: str) -> list[int]:
+    with open(out / "csv" / "metrics.csv") as f:
+        return [int(row["step"]) for row in csv.DictReader(f) if row.get(key)]
+
+
+def test_a_resumed_run_continues_its_log_and_its_checkpoints(demos, tmp_path):
+    out = tmp_path / "run"
+    options = ["callbacks.periodic.every_n_train_steps=2", "trainer.val_check_interval=2"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        train(make_cfg(demos, out, "trainer.max_steps=4", *options))
+    assert not [w for w in caught if "ckpt_path" in str(w.message)]  # no Lightning notes on ckpt_path=None
+    assert read_rows(out, "train/l1") == [0, 1, 2, 3]
+    # Resume into the same folder from step 2: steps 2 and 3 are logged (and saved) again, once.
+    train(make_cfg(demos, out, "trainer.max_steps=6", *options, f"ckpt_path={out / 'checkpoints' / 'step2.ckpt'}"))
+    assert read_rows(out, "train/l1") == [0, 1, 2, 3, 4, 5]
+    assert read_rows(out, "val/l1") == [1, 3, 5]
+    names = sorted(p.name for p in (out / "checkpoints").iterdir())
+    assert not [n for n in names if re.search(r"-v\d+\.ckpt$", n)], names  # no step4-v1.ckpt
+    assert {"step2.ckpt", "step4.ckpt", "step6.ckpt", "last.ckpt"} <= set(names)
+
+
+def test_rerun_removes_temporaries_of_pending_episodes(tmp_path):
+    settings = dict(task="transfer_cube", out_dir=tmp_path, cameras=("top",), image_size=(24, 32),
+                    render_quality="fast", workers=0)
+    record(RecordSettings(num_episodes=1, **settings))
+    # A run killed while writing seed 3's pending file (atomic_path's temporary of `.seed_3.pending.hdf5`).
+    (tmp_path / "..seed_3.pending.k2j4.tmp.hdf5").write_bytes(b"partial")
+    assert record(RecordSettings(num_episodes=1, **settings)).attempts == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episode_0.hdf5"]
