@@ -61,7 +61,12 @@ def exit_with_parent(poll_s: float = 1.0) -> None:
     its queued work and then wait forever on its pipe. A daemon thread polls the parent's id; when
     the worker is re-parented, it exits at once (``os._exit``: nothing left to flush).
     """
-    parent = os.getppid()
+    import multiprocessing
+
+    # The parent's id as the parent gave it: if it died while this worker was starting up,
+    # os.getppid() would already name the process it was re-parented to.
+    started_by = multiprocessing.parent_process()
+    parent = started_by.pid if started_by is not None else os.getppid()
 
     def watch():
         while os.getppid() == parent:

@@ -57,7 +57,8 @@ def main(cfg: DictConfig) -> None:
     try:
         settings = settings_from_cfg(cfg)
         if settings.render_quality not in RENDER_QUALITIES:
-            raise ValueError(f"unknown render_quality {settings.render_quality!r}; valid: {', '.join(RENDER_QUALITIES)}")
+            raise ValueError(f"unknown render_quality {settings.render_quality!r}; "
+                             f"valid: {', '.join(RENDER_QUALITIES)}")
         reason = unwritable_reason(out_dir)
         if reason:
             raise ValueError(f"out_dir {out_dir} is not writable ({reason}); choose another out_dir=<folder>")

@@ -124,7 +124,8 @@ def test_unwritable_run_folders_fail_before_training(demos, tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     (run / "checkpoints").write_text("")  # a file where the checkpoint folder should be
-    with pytest.raises(ConfigError, match=f"checkpoint folder {run}/checkpoints is not writable \\(a file is in the way"):
+    in_the_way = f"checkpoint folder {run}/checkpoints is not writable \\(a file is in the way"
+    with pytest.raises(ConfigError, match=in_the_way):
         train(make_cfg(demos, run, "trainer.max_steps=2"))
     assert not (run / "csv").exists()
 
@@ -177,3 +178,78 @@ def test_rerun_removes_temporaries_of_pending_episodes(tmp_path):
     (tmp_path / "..seed_3.pending.k2j4.tmp.hdf5").write_bytes(b"partial")
     assert record(RecordSettings(num_episodes=1, **settings)).attempts == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episode_0.hdf5"]
+
+
+@pytest.mark.parametrize("override, message", [
+    ("cameras=[top,roof]", "unknown camera 'roof'; valid: top"),
+    ("cameras=top", r"cameras must be a list like cameras=\[top\], got 'top'"),
+    ("image_size=[0,10]", r"image_size must be two positive integers \[height, width\], got \[0, 10\]"),
+    ("image_size=48", r"image_size must be a list like image_size=\[480,640\], got 48"),
+    ("num_episodes=0", "num_episodes must be positive, got 0"),
+    ("num_episodes=2.5", "num_episodes must be an integer, got 2.5"),
+    ("workers=many", "workers must be an integer, got 'many'"),
+])
+def test_record_settings_name_the_bad_argument(override, message):
+    from scripts.record_demos import settings_from_cfg
+
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = compose("record_demos", overrides=[override])
+    with pytest.raises(ValueError, match=message):
+        settings_from_cfg(cfg)
+
+
+def test_record_script_errors_are_one_line(run_script, demos, tmp_path):
+    # A folder of 32x32 episodes asked for 24x32 ones: refused, as one line, exit code 2.
+    proc = run_script("record_demos", f"out_dir={demos}", "num_episodes=4", "image_size=[24,32]", "cameras=[top]",
+                      "render_quality=fast", check=False)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert f"{demos} holds episodes with cameras ['top'] at 32x32, not ['top'] at 24x32; record into another " \
+           "out_dir, or add to these with cameras=[top] image_size=[32,32]" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def child_pids(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.slow
+def test_killed_recording_leaves_no_workers(tmp_path):
+    """kill -9 of record_demos.py (workers=2): its workers notice and exit, instead of blocking forever."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from helpers import ROOT
+
+    proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "record_demos.py"), "num_episodes=20", "workers=2",
+                             f"out_dir={tmp_path / 'demos'}", "image_size=[24,32]", "render_quality=fast"],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    workers: list[int] = []
+    while time.monotonic() < deadline and len(workers) < 3:  # 2 workers + the resource tracker
+        time.sleep(0.5)
+        workers = child_pids(proc.pid)
+    assert len(workers) >= 2, "the workers never started"
+    time.sleep(3)  # let them take up seeds
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in workers):
+        time.sleep(0.5)
+    alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()
+             and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+    for pid in alive:  # clean up before failing
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, f"workers still running 30 s after their parent was killed: {alive}"

@@ -114,9 +114,10 @@ def scan_existing(settings: RecordSettings) -> dict[int, int]:
             raise ValueError(f"{folder} holds episodes rendered at quality {quality!r} (e.g. {path.name}), not "
                              f"{settings.render_quality!r}; use another out_dir or render_quality={quality}")
         if set(info.cameras) != set(settings.cameras) or info.image_shape[:2] != settings.image_size:
-            raise ValueError(f"{folder} holds episodes with cameras {list(info.cameras)} at "
-                             f"{info.image_shape[:2]}, not {list(settings.cameras)} at {settings.image_size}; "
-                             "use another out_dir or the same settings")
+            (h, w), (want_h, want_w) = info.image_shape[:2], settings.image_size
+            raise ValueError(f"{folder} holds episodes with cameras {list(info.cameras)} at {h}x{w}, not "
+                             f"{list(settings.cameras)} at {want_h}x{want_w}; record into another out_dir, or add "
+                             f"to these with cameras=[{','.join(info.cameras)}] image_size=[{h},{w}]")
         existing[index] = int(info.attrs.get("seed", -1))
     return existing
 
@@ -171,13 +172,15 @@ class _InlineExecutor:
 
 
 # -- main side --------------------------------------------------------------------------------
-def record(settings: RecordSettings, progress: Callable[[dict, int], None] | None = None) -> RecordResult:
+def record(settings: RecordSettings, progress: Callable[[dict, int], None] | None = None,
+           existing: dict[int, int] | None = None) -> RecordResult:
     """Record until ``num_episodes`` successful episodes exist in ``out_dir``.
 
-    ``progress(result, episodes_on_disk)`` is called after each seed.
+    ``progress(result, episodes_on_disk)`` is called after each seed. ``existing``: the result of
+    ``scan_existing(settings)`` if the caller already has it.
     """
     start = time.perf_counter()
-    existing = scan_existing(settings)
+    existing = scan_existing(settings) if existing is None else existing
     settings.out_dir.mkdir(parents=True, exist_ok=True)
     missing = [i for i in range(settings.num_episodes) if i not in existing]
     used_seeds = set(existing.values())
@@ -230,6 +233,7 @@ def record_with_bar(settings: RecordSettings) -> RecordResult:
     """``record`` with a progress bar of the episodes on disk (seeds tried and failed alongside)."""
     from tqdm import tqdm
 
+    existing = scan_existing(settings)  # a folder it must refuse fails before the bar is drawn
     bar = tqdm(total=settings.num_episodes, desc=f"record {settings.task}", unit="ep")
     tried = failed = 0
 
@@ -242,7 +246,7 @@ def record_with_bar(settings: RecordSettings) -> RecordResult:
         bar.refresh()
 
     try:
-        result = record(settings, progress)
+        result = record(settings, progress, existing)
         bar.n = settings.num_episodes
     finally:
         bar.close()
