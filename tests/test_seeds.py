@@ -1,0 +1,53 @@
+"""scripts/seeds.py: one experiment over several training seeds, with the spread of success."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from helpers import ROOT
+from test_demo import demo_overrides
+
+spec = importlib.util.spec_from_file_location("seeds_script", ROOT / "scripts" / "seeds.py")
+seeds_script = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(seeds_script)
+
+
+def test_arguments_split_at_the_double_dash(tmp_path):
+    seeds, folder, demo_args = seeds_script.parse(["seeds=[3,4]", f"dir={tmp_path}", "--", "task=insertion"])
+    assert seeds == [3, 4] and folder == tmp_path and demo_args == ["task=insertion"]
+    assert seeds_script.parse([])[0] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["seeds=[a]"], "list of integers"), (["seeds=[1,1]"], "distinct"), (["seeds=[]"], "distinct"),
+    (["trainer.max_steps=3"], "after --"), (["--", "seed=3"], "set per run"), (["--", "demo.dir=x"], "set per run"),
+])
+def test_bad_arguments_are_one_line_errors(argv, message):
+    with pytest.raises(SystemExit, match=message) as info:
+        seeds_script.parse(argv)
+    assert str(info.value).startswith("error: ")
+
+
+def test_spread_is_mean_and_range():
+    run = {"success_rate_ci95": [0, 1], "successes": 0, "num_episodes": 50, "stage_rates": {}, "wall_time_s": {}}
+    result = seeds_script.spread({0: {**run, "success_rate": 0.8}, 2: {**run, "success_rate": 0.9},
+                                  1: {**run, "success_rate": 0.7}})
+    assert result["seeds"] == [0, 1, 2] and result["min"] == 0.7 and result["max"] == 0.9
+    assert result["mean"] == pytest.approx(0.8) and set(result["per_seed"]) == {"0", "1", "2"}
+
+
+@pytest.mark.slow
+def test_two_seeds_end_to_end(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "seeds"
+    overrides = [o for o in demo_overrides(tmp_path, "trainer.max_steps=2") if not o.startswith("demo.dir=")]
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "seeds.py"), "seeds=[0,1]", f"dir={out}", "--",
+                           *overrides], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads((out / "seeds.json").read_text())
+    assert result["seeds"] == [0, 1] and "mean" in proc.stdout and (out / "seed1" / "summary.json").is_file()
