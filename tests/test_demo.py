@@ -20,7 +20,7 @@ def demo_overrides(tmp_path, *extra):
     return [*train_overrides, f"demo.dir={out}", "demo.num_demos=2", "demo.record_workers=0",
             "demo.eval_episodes=2", "demo.eval_workers=0", "demo.eval_episode_len=40", "demo.num_videos=1",
             "demo.eval_precision=32-true", "trainer.val_check_interval=2",
-            "policy.module.lr_warmup_steps=1", *extra]
+            "policy.module.lr_warmup_steps=1", "policy.module.image_crop=null", *extra]
 
 
 def test_demo_runs_every_stage_then_resumes_without_repeating(run_script, tmp_path):

@@ -199,8 +199,11 @@ def test_slurm_launcher_config_composes():
 def test_image_crop_is_what_the_network_sees_in_training_and_deployment(demos, tmp_path):
     out = tmp_path / "run"
     train(make_cfg(demos, out, "trainer.max_steps=2", "policy.module.image_crop=[4,8,24,16]"))
-    module = ACTLitModule.load_from_checkpoint(out / "checkpoints" / "last.ckpt")
-    assert module.image_crop == (4, 8, 24, 16) and module.image_size == (IMAGE, IMAGE)
+    loaded = ACTLitModule.load_from_checkpoint(out / "checkpoints" / "last.ckpt")
+    assert loaded.image_crop == (4, 8, 24, 16) and loaded.image_size == (IMAGE, IMAGE)
+    torch.manual_seed(0)
+    module = ACTLitModule({"chunk_size": 4, "hidden_dim": 32, "ff_dim": 32, "heads": 2}, image_size=(IMAGE, IMAGE),
+                          image_crop=(4, 8, 24, 16)).eval()
     images = torch.randint(0, 256, (2, 1, 3, IMAGE, IMAGE), dtype=torch.uint8)
     assert module.normalize_images(images).shape == (2, 1, 3, 24, 16)
     # Pixels outside the window cannot change the output; pixels inside do.
@@ -233,7 +236,7 @@ def test_module_clipping_with_a_fused_optimizer(demos, tmp_path):
         p.grad = torch.full_like(p, 10.0)
     module.on_before_optimizer_step(None)
     norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in module.parameters()]))
-    assert norm == pytest.approx(0.5, rel=1e-4)
+    assert norm == pytest.approx(0.5, rel=1e-3)
     with pytest.raises(ValueError, match="clip_grad_norm"):
         ACTLitModule({"chunk_size": 4, "hidden_dim": 32, "ff_dim": 32, "heads": 2}, clip_grad_norm=0.0)
 
