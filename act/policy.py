@@ -200,7 +200,8 @@ class ACTPolicy:
             need = [i for i in live if self._steps[i] % self.n_action_steps == 0]
         else:
             need = [i for i in live if not self._queues[i]]
-        for i in set(live) - set(need):
+        queried = set(need)
+        for i in set(live) - queried:
             self.check_observation(observations[i])
         actions: list[np.ndarray | None] = [None] * self.num_envs
         if need:
@@ -213,7 +214,7 @@ class ACTPolicy:
         for i in live:
             if self._ensemblers is None:
                 actions[i] = np.asarray(self._queues[i].pop(0), dtype=np.float64)
-            elif i not in need:
+            elif i not in queried:
                 actions[i] = self._ensemblers[i].advance().astype(np.float64)
             self._steps[i] += 1
         return actions
