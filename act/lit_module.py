@@ -7,71 +7,24 @@ to Lightning (steps, logging, optimiser groups, checkpoint contents, exact resum
 from __future__ import annotations
 
 import math
-import pickle
 import random
-import zipfile
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import lightning as L
 import numpy as np
 import torch
 
-from act.model import ACT, ACTConfig
+from act.model import ACTConfig
+from act.model.checkpoint import CHECKPOINT_HINT, CheckpointError, read_checkpoint, upgrade_state_dict  # noqa: F401
 from act.model.loss import act_loss
-
-# torchvision's ImageNet statistics: the backbone expects them even with random init.
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
-
+from act.model.normalized import IMAGENET_MEAN, IMAGENET_STD, STAT_KEYS, NormalizedACT, check_crop  # noqa: F401
 
 LR_SCHEDULES = ("constant", "cosine")
-CHECKPOINT_HINT = "give a .ckpt file written by scripts/train.py (e.g. <run>/checkpoints/last.ckpt)"
 
 
-class CheckpointError(ValueError):
-    """A file that is not a checkpoint of this project, or one that cannot be loaded safely."""
-
-
-def read_checkpoint(path: str | Path) -> dict:
-    """The contents of a checkpoint written by ``scripts/train.py``, without running any code in it.
-
-    Loads with ``weights_only=True`` (plain values and tensors only) and memory-maps the tensors,
-    so checking a large checkpoint is cheap. Anything else raises ``CheckpointError`` with
-    "<path> is not a readable checkpoint": never PyTorch's advice to load it unsafely.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint {path} does not exist")
-    if not zipfile.is_zipfile(path):
-        raise CheckpointError(f"{path} is not a readable checkpoint (not a PyTorch checkpoint, or truncated); "
-                              f"{CHECKPOINT_HINT}")
-    try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except pickle.UnpicklingError:
-        raise CheckpointError(f"{path} is not a readable checkpoint (it holds objects other than tensors and plain "
-                              f"values, which are never loaded: they could run code); {CHECKPOINT_HINT}") from None
-    except (RuntimeError, OSError, ValueError, EOFError):
-        raise CheckpointError(f"{path} is not a readable checkpoint (damaged, or not a checkpoint); "
-                              f"{CHECKPOINT_HINT}") from None
-    if not isinstance(checkpoint, dict) or not {"state_dict", "hyper_parameters"} <= set(checkpoint):
-        raise CheckpointError(f"{path} is not a readable checkpoint (no ACT weights and settings in it); "
-                              f"{CHECKPOINT_HINT}")
-    return checkpoint
-
-
-def check_crop(crop: Sequence[int] | None, image_size: tuple[int, int]) -> tuple[int, int, int, int] | None:
-    """``[top, left, height, width]`` inside an ``image_size`` (H, W) image, as a tuple; None stays None."""
-    if crop is None:
-        return None
-    values = list(crop)
-    if len(values) != 4 or any(isinstance(v, bool) or int(v) != v for v in values):
-        raise ValueError(f"image_crop must be [top, left, height, width] in pixels, got {crop!r}")
-    top, left, height, width = (int(v) for v in values)
-    if top < 0 or left < 0 or height < 1 or width < 1 or top + height > image_size[0] or left + width > image_size[1]:
-        raise ValueError(f"image_crop {values} does not fit the {image_size[0]}x{image_size[1]} images: need "
-                         f"0 <= top, top + height <= {image_size[0]}, 0 <= left, left + width <= {image_size[1]}")
-    return top, left, height, width
+def _upgrade_on_load(module, state_dict: dict, prefix: str, *args) -> None:
+    """Load-state-dict pre-hook: old checkpoints' keys renamed to the current layout."""
+    upgrade_state_dict(state_dict, prefix)
 
 
 def lr_factor_fn(schedule: str, warmup_steps: int, total_steps: int, min_ratio: float) -> Callable[[int], float]:
@@ -114,7 +67,8 @@ class ACTLitModule(L.LightningModule):
         train_config: the resolved training config, stored in the checkpoint for provenance.
 
     Batches are dicts: ``qpos`` (B, D), ``images`` (B, C, 3, H, W) uint8, ``action`` (B, k, A)
-    and ``is_pad`` (B, k), qpos and actions already z-scored with ``stats``.
+    and ``is_pad`` (B, k), in raw joint units: the network (``self.net``, a ``NormalizedACT``)
+    z-scores them with ``stats`` itself.
     """
 
     def __init__(self, model: dict, kl_weight: float = 10.0, optimizer: Callable | None = None,
@@ -130,7 +84,9 @@ class ACTLitModule(L.LightningModule):
         if kl_weight < 0:
             raise ValueError(f"kl_weight must be >= 0, got {kl_weight}")
         self.config = config
-        self.model = ACT(config)
+        # The network with its statistics and image scaling: the one place normalisation happens.
+        self.net = NormalizedACT(config, stats, camera_names, image_size, image_crop, task, render_quality,
+                                 channels_last=channels_last)
         self.kl_weight = float(kl_weight)
         self.optimizer_factory = optimizer
         self.lr_backbone = lr_backbone
@@ -145,49 +101,54 @@ class ACTLitModule(L.LightningModule):
         self.lr_min_ratio = float(lr_min_ratio)
         self.channels_last = channels_last
         self.val_posterior = val_posterior
-        self.camera_names = list(camera_names)
-        self.image_size = tuple(int(v) for v in image_size)
-        self.image_crop = check_crop(image_crop, self.image_size)
         if clip_grad_norm is not None and not clip_grad_norm > 0:
             raise ValueError(f"clip_grad_norm must be positive or null, got {clip_grad_norm}")
         self.clip_grad_norm = clip_grad_norm
-        stats = stats or {}
-        for key, dim in (("qpos_mean", config.state_dim), ("qpos_std", config.state_dim),
-                         ("action_mean", config.action_dim), ("action_std", config.action_dim)):
-            default = np.ones(dim) if key.endswith("std") else np.zeros(dim)
-            value = torch.as_tensor(np.asarray(stats.get(key, default), dtype=np.float32))
-            if value.shape != (dim,):
-                raise ValueError(f"stats[{key!r}] must have shape ({dim},), got {tuple(value.shape)}")
-            self.register_buffer(key, value)
-        self.register_buffer("image_mean", torch.tensor(IMAGENET_MEAN).view(1, 1, 3, 1, 1), persistent=False)
-        self.register_buffer("image_std", torch.tensor(IMAGENET_STD).view(1, 1, 3, 1, 1), persistent=False)
-        if channels_last:
-            self.model.backbone.to(memory_format=torch.channels_last)
+        # Checkpoints written before the network carried its statistics name its weights model.* and
+        # the statistics qpos_mean, ...: renamed on load (by Lightning's loader and on resume alike).
+        self.register_load_state_dict_pre_hook(_upgrade_on_load)
         self._pending_rng_state = None
 
     # -- the policy's view ------------------------------------------------------------------
+    @property
+    def model(self):
+        """The bare ``ACT`` network (normalised inputs and outputs)."""
+        return self.net.model
+
+    @property
+    def camera_names(self) -> list[str]:
+        return self.net.camera_names
+
+    @property
+    def image_size(self) -> tuple[int, int]:
+        return self.net.image_size
+
+    @property
+    def image_crop(self) -> tuple[int, int, int, int] | None:
+        return self.net.image_crop
+
+    def __getattr__(self, name: str):
+        if name in STAT_KEYS:  # module.action_mean etc.: the network's statistics
+            return getattr(self.net, name)
+        return super().__getattr__(name)
+
     def normalize_images(self, images: torch.Tensor) -> torch.Tensor:
-        """(B, C, 3, H, W) uint8 -> (B, C, 3, h, w) float: cropped to ``image_crop``, scaled to
-        [0, 1], then ImageNet-normalised."""
-        if self.image_crop is not None:
-            top, left, height, width = self.image_crop
-            images = images[..., top:top + height, left:left + width]
-        return (images.float() / 255.0 - self.image_mean) / self.image_std
+        """(B, C, 3, H, W) uint8 -> (B, C, 3, h, w) float (see ``NormalizedACT.normalize_images``)."""
+        return self.net.normalize_images(images)
 
     def forward(self, qpos: torch.Tensor, images: torch.Tensor, actions=None, is_pad=None) -> dict:
-        """Normalised qpos (B, D) and uint8 images (B, C, 3, H, W) -> network outputs (see ``ACT``)."""
-        return self.model(qpos, self.normalize_images(images), actions, is_pad)
+        """Raw qpos (B, D), uint8 images (B, C, 3, H, W), raw actions (B, k, A) -> network outputs
+        in normalised units, with the normalised ``target`` (see ``NormalizedACT.outputs``)."""
+        return self.net.outputs(qpos, images, actions, is_pad)
 
     @torch.no_grad()
     def predict_chunk(self, qpos: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
         """Raw qpos (B, D), uint8 images (B, C, 3, H, W) -> raw actions (B, k, A) with z = 0."""
-        qpos = (qpos - self.qpos_mean) / self.qpos_std
-        actions = self(qpos, images)["actions"]
-        return actions * self.action_std + self.action_mean
+        return self.net(qpos, images)
 
     # -- training ---------------------------------------------------------------------------
     def _losses(self, out: dict, batch: dict) -> dict:
-        return act_loss(out["actions"], batch["action"], batch["is_pad"], out["mu"], out["logvar"], self.kl_weight)
+        return act_loss(out["actions"], out["target"], batch["is_pad"], out["mu"], out["logvar"], self.kl_weight)
 
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
         out = self(batch["qpos"], batch["images"], batch["action"], batch["is_pad"])
@@ -203,14 +164,15 @@ class ACTLitModule(L.LightningModule):
         # As deployed: z = 0 (no actions given). The KL term comes from the posterior's mean
         # and variance, which need no sampling.
         out = self(batch["qpos"], batch["images"])
-        mu, logvar = self.model.encode_latent(batch["qpos"], batch["action"], batch["is_pad"])
-        losses = act_loss(out["actions"], batch["action"], batch["is_pad"], mu, logvar, self.kl_weight)
+        target = self.net.normalize_actions(batch["action"]).masked_fill(batch["is_pad"].bool()[..., None], 0.0)
+        mu, logvar = self.net.encode_latent(batch["qpos"], batch["action"], batch["is_pad"])
+        losses = act_loss(out["actions"], target, batch["is_pad"], mu, logvar, self.kl_weight)
         self.log("val/l1", losses["l1"], prog_bar=True, batch_size=size, sync_dist=True)
         self.log("val/kl", losses["kl"], batch_size=size, sync_dist=True)
         self.log("val/loss", losses["loss"], batch_size=size, sync_dist=True)
         if self.val_posterior and mu is not None:
-            out = self.model(batch["qpos"], self.normalize_images(batch["images"]), latent=mu)
-            l1 = act_loss(out["actions"], batch["action"], batch["is_pad"], None, None, 0.0)["l1"]
+            out = self.net.outputs(batch["qpos"], batch["images"], latent=mu)
+            l1 = act_loss(out["actions"], target, batch["is_pad"], None, None, 0.0)["l1"]
             self.log("val_posterior/l1", l1, batch_size=size, sync_dist=True)
 
     def on_before_optimizer_step(self, optimizer) -> None:

@@ -22,7 +22,6 @@ from act.data.dataset import ChunkDataset
 from act.data.episodes import EpisodeIndex
 from act.data.record import RecordSettings, record
 from act.data.schema import COMPRESSIONS, list_episode_files, read_episode_info, read_low_dim, write_episode
-from act.data.stats import compute_stats
 from envs.io import write_json
 
 
@@ -46,8 +45,7 @@ def rewrite(src: Path, dst: Path, compression: str) -> float:
 def loader_throughput(folder: Path, cfg: DictConfig) -> float:
     """DataLoader samples/s over ``folder`` (median conditions: shuffled, fresh worker processes)."""
     index = EpisodeIndex(folder)
-    dataset = ChunkDataset(index, list(range(len(index))), cfg.chunk_size, compute_stats(index),
-                           samples_per_episode=10_000)
+    dataset = ChunkDataset(index, list(range(len(index))), cfg.chunk_size, samples_per_episode=10_000)
     loader = DataLoader(dataset, batch_size=cfg.batch_size, shuffle=True, num_workers=cfg.loader_workers)
     batches = iter(loader)
     for _ in range(5):  # worker start-up and first reads

@@ -74,8 +74,7 @@ def test_original_act_file_loads(tmp_path):
     write_original_style(tmp_path / "episode_1.hdf5", fake_episode(steps=25, seed=1))
     index = EpisodeIndex(tmp_path)
     assert list(index.lengths) == [20, 25] and index.cameras == ("top",)
-    stats = compute_stats(index)
-    sample = ChunkDataset(index, [0], chunk_size=4, stats=stats).sample(0, 3)
+    sample = ChunkDataset(index, [0], chunk_size=4).sample(0, 3)
     assert sample["images"].shape == (1, 3, 8, 10)
     np.testing.assert_array_equal(sample["images"][0].permute(1, 2, 0).numpy(), ep["images"]["top"][3])
 
@@ -109,7 +108,7 @@ def test_jpeg_compressed_images_decode(tmp_path):
     info = read_episode_info(tmp_path / "episode_0.hdf5", deep=True)
     assert info.jpeg and info.image_shape == (16, 16, 3)
     index = EpisodeIndex(tmp_path)
-    frame = ChunkDataset(index, [0], 2, compute_stats(index)).frames(0, 2)[0]
+    frame = ChunkDataset(index, [0], 2).frames(0, 2)[0]
     assert np.abs(frame.astype(int) - smooth[2]).mean() < 3  # lossy, but the same picture
 
 
@@ -163,17 +162,15 @@ def test_dataset_level_errors(tmp_path):
 def test_is_pad_and_no_action_past_the_end(tmp_path):
     ep = write_fake(tmp_path, 0)
     index = EpisodeIndex(tmp_path)
-    stats = compute_stats(index)
-    dataset = ChunkDataset(index, [0], chunk_size=5, stats=stats)
+    dataset = ChunkDataset(index, [0], chunk_size=5)
     for start in range(12):
         sample = dataset.sample(0, start)
         valid = min(5, 12 - start)
         assert sample["is_pad"].tolist() == [False] * valid + [True] * (5 - valid)
-        expected = (ep["action"][start:start + valid] - stats["action_mean"]) / stats["action_std"]
-        np.testing.assert_allclose(sample["action"][:valid].numpy(), expected, rtol=1e-5, atol=1e-6)
+        # Raw joint units: the network normalises (NormalizedACT), not the dataset.
+        np.testing.assert_array_equal(sample["action"][:valid].numpy(), ep["action"][start:start + valid])
         assert torch.all(sample["action"][valid:] == 0)
-        np.testing.assert_allclose(sample["qpos"].numpy(), (ep["qpos"][start] - stats["qpos_mean"]) / stats["qpos_std"],
-                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(sample["qpos"].numpy(), ep["qpos"][start])
     with pytest.raises(IndexError):
         dataset.sample(0, 12)
 
@@ -181,7 +178,7 @@ def test_is_pad_and_no_action_past_the_end(tmp_path):
 def test_random_starts_cover_the_episode(tmp_path):
     write_fake(tmp_path, 0)
     index = EpisodeIndex(tmp_path)
-    dataset = ChunkDataset(index, [0], chunk_size=3, stats=compute_stats(index), samples_per_episode=200)
+    dataset = ChunkDataset(index, [0], chunk_size=3, samples_per_episode=200)
     torch.manual_seed(0)
     pads = [int(dataset[i]["is_pad"].sum()) for i in range(len(dataset))]
     assert len(dataset) == 200 and set(pads) == {0, 1, 2}  # starts reach the last two steps
@@ -246,9 +243,8 @@ def test_datamodule_batches_with_worker_processes(tmp_path):
 def test_cache_images_matches_lazy_reads(tmp_path):
     write_fake(tmp_path, 0)
     index = EpisodeIndex(tmp_path)
-    stats = compute_stats(index)
-    lazy = ChunkDataset(index, [0], 4, stats).sample(0, 7)
-    cached = ChunkDataset(index, [0], 4, stats, cache_images=True).sample(0, 7)
+    lazy = ChunkDataset(index, [0], 4).sample(0, 7)
+    cached = ChunkDataset(index, [0], 4, cache_images=True).sample(0, 7)
     assert torch.equal(lazy["images"], cached["images"])
 
 

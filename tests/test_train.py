@@ -46,8 +46,8 @@ def test_resume_equals_uninterrupted_run(demos, tmp_path):
     assert straight["global_step"] == resumed["global_step"] == 6
     # ... and the checkpoint at step 3 differs from step 6: the test can fail.
     early = torch.load(tmp_path / "first" / "checkpoints" / "last.ckpt", weights_only=False)
-    assert not torch.allclose(early["state_dict"]["model.action_head.weight"],
-                              straight["state_dict"]["model.action_head.weight"])
+    assert not torch.allclose(early["state_dict"]["net.model.action_head.weight"],
+                              straight["state_dict"]["net.model.action_head.weight"])
 
 
 def test_last_checkpoint_holds_the_final_step_between_validations(demos, tmp_path):

@@ -62,12 +62,12 @@ class ACTDataModule(L.LightningDataModule):
         self.index = EpisodeIndex(self.dataset_dir, self.cameras)
         self.stats = load_or_compute_stats(self.index)
         train_ids, val_ids = split_episodes(len(self.index), self.val_fraction, self.split_seed)
-        self.train_set = ChunkDataset(self.index, train_ids, self.chunk_size, self.stats, self.samples_per_episode,
+        self.train_set = ChunkDataset(self.index, train_ids, self.chunk_size, self.samples_per_episode,
                                       self.cache_images)
         # Validation items are fixed (episode, start) pairs: the same samples at every check.
         self.val_set = None
         if val_ids:
-            self.val_set = ChunkDataset(self.index, val_ids, self.chunk_size, self.stats, self.samples_per_episode,
+            self.val_set = ChunkDataset(self.index, val_ids, self.chunk_size, self.samples_per_episode,
                                         self.cache_images, sample_seed=self.sample_seed + 1)
 
     def _loader(self, dataset: ChunkDataset, **kwargs) -> DataLoader:

@@ -21,7 +21,6 @@ class ChunkDataset(Dataset):
         index: the dataset's ``EpisodeIndex`` (its ``cameras`` are the ones returned).
         episode_ids: which episodes of the index this split uses.
         chunk_size: k, actions per sample.
-        stats: ``qpos_mean``/``qpos_std``/``action_mean``/``action_std`` arrays for z-scoring.
         samples_per_episode: samples per episode in one epoch (the paper's code: 1).
         cache_images: read every frame of the split into memory up front (small datasets only).
         sample_seed: None draws each item's start step from torch's RNG (an epoch visits every
@@ -31,13 +30,13 @@ class ChunkDataset(Dataset):
             from a checkpoint sees exactly the samples an uninterrupted run would.
 
     Returns per item a dict: ``qpos`` (D,) float32, ``images`` (C, 3, H, W) uint8,
-    ``action`` (k, A) float32 with zeros past the episode end, ``is_pad`` (k,) bool.
+    ``action`` (k, A) float32 with zeros past the episode end, ``is_pad`` (k,) bool, all raw: the
+    network normalises (``act.model.normalized.NormalizedACT``, the one place it happens).
     Files are opened lazily, once per process: handles are never shared across a fork.
     """
 
     def __init__(self, index: EpisodeIndex, episode_ids: Sequence[int], chunk_size: int,
-                 stats: dict[str, np.ndarray], samples_per_episode: int = 1, cache_images: bool = False,
-                 sample_seed: int | None = None):
+                 samples_per_episode: int = 1, cache_images: bool = False, sample_seed: int | None = None):
         if chunk_size <= 0:
             raise ValueError(f"chunk_size must be positive, got {chunk_size}")
         if samples_per_episode <= 0:
@@ -49,7 +48,6 @@ class ChunkDataset(Dataset):
         self.chunk_size = int(chunk_size)
         self.samples_per_episode = int(samples_per_episode)
         self.sample_seed = sample_seed
-        self.stats = {k: np.asarray(v, dtype=np.float32) for k, v in stats.items()}
         self.cameras = index.cameras
         self._jpeg = {i: index.episodes[i].jpeg for i in self.episode_ids}
         self._handles: dict[int, h5py.File] = {}
@@ -98,10 +96,10 @@ class ChunkDataset(Dataset):
         actions = low["action"][start:start + self.chunk_size]  # (n <= k, A), never past the end
         n = len(actions)
         action = np.zeros((self.chunk_size, actions.shape[1]), np.float32)
-        action[:n] = (actions - self.stats["action_mean"]) / self.stats["action_std"]
+        action[:n] = actions
         is_pad = np.zeros(self.chunk_size, dtype=bool)
         is_pad[n:] = True
-        qpos = (low["qpos"][start] - self.stats["qpos_mean"]) / self.stats["qpos_std"]
+        qpos = low["qpos"][start]
         images = self.frames(episode, start).transpose(0, 3, 1, 2)  # (C, H, W, 3) -> (C, 3, H, W)
         return {"qpos": torch.from_numpy(qpos.astype(np.float32)),
                 "images": torch.from_numpy(np.ascontiguousarray(images)),

@@ -1,0 +1,106 @@
+"""Training checkpoints read without Lightning or Hydra: the network rebuilt from the file alone.
+
+A checkpoint written by ``scripts/train.py`` holds ``hyper_parameters`` (the network config,
+cameras, image size, crop, statistics, task) and ``state_dict``. The state dict comes in two
+layouts: ``net.model.*`` / ``net.qpos_mean`` (the module holds a ``NormalizedACT``) and, for
+checkpoints written before that, ``model.*`` / ``qpos_mean``; both load.
+"""
+
+from __future__ import annotations
+
+import pickle
+import zipfile
+from pathlib import Path
+
+import torch
+
+from act.model.act import ACTConfig
+from act.model.normalized import STAT_KEYS, NormalizedACT
+
+CHECKPOINT_HINT = "give a .ckpt file written by scripts/train.py (e.g. <run>/checkpoints/last.ckpt)"
+NET_PREFIX = "net."
+_LEGACY_PREFIXES = ("model.",) + tuple(STAT_KEYS)  # top-level names of the layout before NormalizedACT
+
+
+class CheckpointError(ValueError):
+    """A file that is not a checkpoint of this project, or one that cannot be loaded safely."""
+
+
+def read_checkpoint(path: str | Path) -> dict:
+    """The contents of a checkpoint written by ``scripts/train.py``, without running any code in it.
+
+    Loads with ``weights_only=True`` (plain values and tensors only) and memory-maps the tensors,
+    so checking a large checkpoint is cheap. Anything else raises ``CheckpointError`` with
+    "<path> is not a readable checkpoint": never PyTorch's advice to load it unsafely.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist")
+    if not zipfile.is_zipfile(path):
+        raise CheckpointError(f"{path} is not a readable checkpoint (not a PyTorch checkpoint, or truncated); "
+                              f"{CHECKPOINT_HINT}")
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except pickle.UnpicklingError:
+        raise CheckpointError(f"{path} is not a readable checkpoint (it holds objects other than tensors and plain "
+                              f"values, which are never loaded: they could run code); {CHECKPOINT_HINT}") from None
+    except (RuntimeError, OSError, ValueError, EOFError):
+        raise CheckpointError(f"{path} is not a readable checkpoint (damaged, or not a checkpoint); "
+                              f"{CHECKPOINT_HINT}") from None
+    if not isinstance(checkpoint, dict) or not {"state_dict", "hyper_parameters"} <= set(checkpoint):
+        raise CheckpointError(f"{path} is not a readable checkpoint (no ACT weights and settings in it); "
+                              f"{CHECKPOINT_HINT}")
+    return checkpoint
+
+
+def upgrade_state_dict(state_dict: dict, prefix: str = "") -> dict:
+    """Rename, in place, the keys of the layout before ``NormalizedACT`` (``<prefix>model.*``,
+    ``<prefix>qpos_mean``, ...) to the current one (``<prefix>net.model.*``, ...); returns it."""
+    for key in list(state_dict):
+        rest = key[len(prefix):]
+        if key.startswith(prefix) and (rest.startswith("model.") or rest in STAT_KEYS):
+            state_dict[f"{prefix}{NET_PREFIX}{rest}"] = state_dict.pop(key)
+    return state_dict
+
+
+def network_state_dict(state_dict: dict) -> dict:
+    """The ``NormalizedACT`` part of a checkpoint's state dict (either layout), without the prefix."""
+    upgraded = upgrade_state_dict(dict(state_dict))
+    return {k[len(NET_PREFIX):]: v for k, v in upgraded.items() if k.startswith(NET_PREFIX)}
+
+
+def network_from_hparams(hparams: dict, channels_last: bool = True) -> NormalizedACT:
+    """An untrained ``NormalizedACT`` shaped as the checkpoint's hyper-parameters say.
+
+    ``backbone_weights`` is dropped: the checkpoint's weights replace them, so deployment never
+    downloads or reads the pretraining file.
+    """
+    cameras = list(hparams.get("camera_names") or ["top"])
+    model = {**dict(hparams.get("model") or {}), "num_cameras": len(cameras), "backbone_weights": None}
+    return NormalizedACT(ACTConfig(**model), stats=hparams.get("stats"), camera_names=cameras,
+                         image_size=hparams.get("image_size") or (480, 640), image_crop=hparams.get("image_crop"),
+                         task=hparams.get("task"), render_quality=hparams.get("render_quality"),
+                         channels_last=channels_last)
+
+
+def load_network(path: str | Path, map_location: str | torch.device = "cpu",
+                 channels_last: bool = True) -> NormalizedACT:
+    """The trained network of a checkpoint (either layout), in eval mode, on ``map_location``.
+
+    Raises ``CheckpointError`` for a file that is not a readable checkpoint or whose weights do
+    not fit the network its settings describe.
+    """
+    checkpoint = read_checkpoint(path)
+    try:
+        net = network_from_hparams(dict(checkpoint["hyper_parameters"]), channels_last)
+    except (TypeError, ValueError) as err:
+        raise CheckpointError(f"{path} is not a readable checkpoint (its settings do not describe an ACT: {err}); "
+                              f"{CHECKPOINT_HINT}") from None
+    state = network_state_dict(checkpoint["state_dict"])
+    try:
+        net.load_state_dict(state)
+    except RuntimeError as err:
+        first = str(err).strip().splitlines()[0]
+        raise CheckpointError(f"{path} is not a readable checkpoint (weights do not fit its settings: {first}); "
+                              f"{CHECKPOINT_HINT}") from None
+    return net.to(map_location).eval()

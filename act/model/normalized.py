@@ -1,0 +1,149 @@
+"""The deployable ACT: the network with its own normalisation, as one ``nn.Module``.
+
+Raw joint positions and uint8 camera images go in, raw joint targets come out. The qpos/action
+statistics (z-scoring per dimension over the dataset, std clipped below at 0.01, as in the paper's
+code) and the image scaling ([0, 1], then ImageNet mean/std, cropped to ``image_crop``) live here
+and nowhere else: the dataset yields raw values, the Lightning module trains this network through
+``outputs``, and the runtime runs ``forward``, eagerly or exported (TorchScript, ONNX).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from act.model.act import ACT, ACTConfig
+
+# torchvision's ImageNet statistics: the backbone expects them even with random init.
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+STAT_KEYS = ("qpos_mean", "qpos_std", "action_mean", "action_std")
+
+
+def check_crop(crop: Sequence[int] | None, image_size: tuple[int, int]) -> tuple[int, int, int, int] | None:
+    """``[top, left, height, width]`` inside an ``image_size`` (H, W) image, as a tuple; None stays None."""
+    if crop is None:
+        return None
+    values = list(crop)
+    if len(values) != 4 or any(isinstance(v, bool) or int(v) != v for v in values):
+        raise ValueError(f"image_crop must be [top, left, height, width] in pixels, got {crop!r}")
+    top, left, height, width = (int(v) for v in values)
+    if top < 0 or left < 0 or height < 1 or width < 1 or top + height > image_size[0] or left + width > image_size[1]:
+        raise ValueError(f"image_crop {values} does not fit the {image_size[0]}x{image_size[1]} images: need "
+                         f"0 <= top, top + height <= {image_size[0]}, 0 <= left, left + width <= {image_size[1]}")
+    return top, left, height, width
+
+
+class NormalizedACT(nn.Module):
+    """``ACT`` plus everything needed to run it on raw robot data.
+
+    Args:
+        config: the network's sizes (``config.num_cameras`` must equal ``len(camera_names)``).
+        stats: ``qpos_mean``/``qpos_std``/``action_mean``/``action_std`` (D,) arrays; None: identity.
+        camera_names: cameras in the order the network sees them.
+        image_size: (H, W) of the camera images it takes.
+        image_crop: ``[top, left, height, width]`` window the network sees, or None (whole image).
+        task, render_quality: what the network was trained on (carried for deployment and export).
+        channels_last: run the backbone in channels-last memory format (faster CPU convolutions).
+
+    ``forward(qpos, images)`` is the deployed function: qpos (B, state_dim) float in joint units,
+    images (B, cameras, 3, H, W) uint8 -> actions (B, chunk_size, action_dim) in joint units, z = 0.
+    """
+
+    def __init__(self, config: ACTConfig, stats: dict | None = None, camera_names: Sequence[str] = ("top",),
+                 image_size: Sequence[int] = (480, 640), image_crop: Sequence[int] | None = None,
+                 task: str | None = None, render_quality: str | None = None, channels_last: bool = True):
+        super().__init__()
+        if config.num_cameras != len(camera_names):
+            raise ValueError(f"config.num_cameras={config.num_cameras} but {len(camera_names)} camera names given")
+        self.config = config
+        self.model = ACT(config)
+        self.camera_names = [str(c) for c in camera_names]
+        self.image_size = tuple(int(v) for v in image_size)
+        self.image_crop = check_crop(image_crop, self.image_size)
+        self.task, self.render_quality = task, render_quality
+        stats = stats or {}
+        for key in STAT_KEYS:
+            dim = config.state_dim if key.startswith("qpos") else config.action_dim
+            default = np.ones(dim) if key.endswith("std") else np.zeros(dim)
+            value = torch.as_tensor(np.asarray(stats.get(key, default), dtype=np.float32))
+            if value.shape != (dim,):
+                raise ValueError(f"stats[{key!r}] must have shape ({dim},), got {tuple(value.shape)}")
+            if key.endswith("std") and not bool(torch.all(value > 0)):
+                raise ValueError(f"stats[{key!r}] must be positive")
+            self.register_buffer(key, value)
+        self.register_buffer("image_mean", torch.tensor(IMAGENET_MEAN).view(1, 1, 3, 1, 1), persistent=False)
+        self.register_buffer("image_std", torch.tensor(IMAGENET_STD).view(1, 1, 3, 1, 1), persistent=False)
+        if channels_last:
+            self.model.backbone.to(memory_format=torch.channels_last)
+
+    @property
+    def chunk_size(self) -> int:
+        return self.config.chunk_size
+
+    # -- normalisation: the one place it happens -----------------------------------------------
+    def normalize_qpos(self, qpos: torch.Tensor) -> torch.Tensor:
+        """(B, D) joint units -> z-scores."""
+        return (qpos - self.qpos_mean) / self.qpos_std
+
+    def normalize_actions(self, actions: torch.Tensor) -> torch.Tensor:
+        """(..., A) joint targets -> z-scores."""
+        return (actions - self.action_mean) / self.action_std
+
+    def unnormalize_actions(self, actions: torch.Tensor) -> torch.Tensor:
+        """(..., A) z-scores -> joint targets."""
+        return actions * self.action_std + self.action_mean
+
+    def normalize_images(self, images: torch.Tensor) -> torch.Tensor:
+        """(B, C, 3, H, W) uint8 -> (B, C, 3, h, w) float: cropped to ``image_crop``, scaled to
+        [0, 1], then ImageNet-normalised."""
+        if self.image_crop is not None:
+            top, left, height, width = self.image_crop
+            images = images[..., top:top + height, left:left + width]
+        return (images.float() / 255.0 - self.image_mean) / self.image_std
+
+    # -- training and deployment ---------------------------------------------------------------
+    def outputs(self, qpos: torch.Tensor, images: torch.Tensor, actions: torch.Tensor | None = None,
+                is_pad: torch.Tensor | None = None, latent: torch.Tensor | None = None) -> dict:
+        """The network's outputs for raw inputs, in normalised action units (what the loss compares).
+
+        Args:
+            qpos: (B, D) joint units; images: (B, C, 3, H, W) uint8; actions: (B, k, A) joint units or
+            None; is_pad: (B, k) bool; latent: (B, L) z to decode with (see ``ACT.forward``).
+
+        Returns:
+            ``ACT.forward``'s dict (``actions`` (B, k, A) normalised, ``mu``, ``logvar``) plus
+            ``target`` (B, k, A): ``actions`` normalised, zero where padded (None without actions).
+        """
+        target = None
+        if actions is not None:
+            target = self.normalize_actions(actions)  # (B, k, A)
+            if is_pad is not None:
+                target = target.masked_fill(is_pad.bool()[..., None], 0.0)
+        out = self.model(self.normalize_qpos(qpos), self.normalize_images(images), target, is_pad, latent)
+        out["target"] = target
+        return out
+
+    def encode_latent(self, qpos: torch.Tensor, actions: torch.Tensor, is_pad: torch.Tensor | None = None):
+        """The CVAE posterior's (mu, logvar), each (B, L), for raw qpos (B, D) and actions (B, k, A)."""
+        target = self.normalize_actions(actions)
+        if is_pad is not None:
+            target = target.masked_fill(is_pad.bool()[..., None], 0.0)
+        return self.model.encode_latent(self.normalize_qpos(qpos), target, is_pad)
+
+    def forward(self, qpos: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
+        """Raw qpos (B, D) float, uint8 images (B, C, 3, H, W) -> raw actions (B, k, A), z = 0."""
+        actions = self.model(self.normalize_qpos(qpos), self.normalize_images(images))["actions"]  # (B, k, A)
+        return self.unnormalize_actions(actions.float())
+
+    def metadata(self) -> dict:
+        """Plain values describing this network: what an exported artifact carries beside the graph."""
+        return {"config": asdict(self.config), "camera_names": list(self.camera_names),
+                "image_size": list(self.image_size),
+                "image_crop": list(self.image_crop) if self.image_crop is not None else None,
+                "chunk_size": self.config.chunk_size, "state_dim": self.config.state_dim,
+                "action_dim": self.config.action_dim, "task": self.task, "render_quality": self.render_quality}
