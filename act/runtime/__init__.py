@@ -1,0 +1,7 @@
+"""Running a trained ACT on a robot, without the training stack (no Lightning, no Hydra).
+
+``predictors``: the network as eager PyTorch, TorchScript or ONNX Runtime behind one call;
+``export``: writing the self-contained TorchScript / ONNX artifacts; ``plan`` and ``scheduler``:
+which action each 50 Hz tick plays, and when to query the network (synchronous or asynchronous);
+``robot``: the interface a robot plugs into; ``realtime``: the wall-clock control loop.
+"""

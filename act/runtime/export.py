@@ -1,0 +1,69 @@
+"""Exporting the deployable network (``NormalizedACT``) as one self-contained file.
+
+The artifact holds the traced graph (network, statistics, image scaling and crop) and, as JSON,
+the metadata a runtime needs: camera names, image size, chunk size, state/action sizes, task,
+render quality and the network config. TorchScript stores it as an extra file of the archive,
+ONNX as model metadata. Both take qpos (N, D) float32 and images (N, C, 3, H, W) uint8 with any
+N and return actions (N, k, A) float32 in joint units; they run with ``torch.jit`` or
+``onnxruntime`` alone (``act.runtime.predictors``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import warnings
+from pathlib import Path
+
+import torch
+
+from envs.io import atomic_path
+from act.runtime.predictors import META_FILE
+
+EXPORT_FORMATS = ("onnx", "torchscript")
+SUFFIXES = {"onnx": ".onnx", "torchscript": ".pt"}
+ONNX_OPSET = 17
+
+
+def example_inputs(net, batch: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
+    """Zero qpos (B, D) and mid-grey images (B, C, 3, H, W) uint8 of the network's shapes."""
+    h, w = net.image_size
+    qpos = torch.zeros(batch, net.config.state_dim)
+    images = torch.full((batch, len(net.camera_names), 3, h, w), 128, dtype=torch.uint8)
+    return qpos, images
+
+
+def export_metadata(net, fmt: str) -> str:
+    return json.dumps({**net.metadata(), "format": fmt, "inputs": {"qpos": "(N, state_dim) float32, joint units",
+                       "images": "(N, cameras, 3, H, W) uint8"}, "outputs": {"actions": "(N, chunk_size, action_dim)"
+                       " float32, joint units"}})
+
+
+def export(net, path: str | Path, fmt: str) -> Path:
+    """Write ``net`` (a ``NormalizedACT``, moved to the CPU, fp32, eval mode) to ``path`` atomically."""
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; valid: {', '.join(EXPORT_FORMATS)}")
+    net = net.to("cpu").float().eval()
+    inputs = example_inputs(net)  # batch 2: nothing in the graph may specialise on a batch of 1
+    meta = export_metadata(net, fmt)
+    path = Path(path)
+    with warnings.catch_warnings(), torch.no_grad():
+        # Tracing warns about the shape checks it freezes (the shapes are fixed but the batch).
+        warnings.simplefilter("ignore")
+        if fmt == "torchscript":
+            traced = torch.jit.trace(net, inputs, check_trace=False)
+            with atomic_path(path) as tmp:
+                torch.jit.save(traced, str(tmp), _extra_files={META_FILE: meta})
+        else:
+            import onnx
+
+            buffer = io.BytesIO()
+            torch.onnx.export(net, inputs, buffer, dynamo=False, input_names=["qpos", "images"],
+                              output_names=["actions"], opset_version=ONNX_OPSET,
+                              dynamic_axes={"qpos": {0: "batch"}, "images": {0: "batch"}, "actions": {0: "batch"}})
+            model = onnx.load_from_string(buffer.getvalue())
+            model.metadata_props.add(key=META_FILE, value=meta)
+            model.producer_name = "aloha-act"
+            with atomic_path(path) as tmp:
+                onnx.save(model, str(tmp))
+    return path

@@ -1,0 +1,131 @@
+"""When to query the network and which action each 50 Hz control tick plays: one scheduler for
+synchronous and asynchronous execution.
+
+Chunks decouple the control rate from the inference rate (paper Sec. 3.3): a chunk of k actions
+can be played at 50 Hz while the next is computed. The scheduler keeps a plan of actions by tick
+(``ActionPlan``) and asks for a query whenever no query is in flight and the plan holds at most
+``threshold`` actions from the current tick on; a query uses the newest observation and plays, of
+its chunk, the actions for ticks ``obs_tick .. obs_tick + horizon - 1`` that are still ahead.
+
+- ``blocking=False`` (asynchronous): the plan keeps playing while the query is in flight; its
+  clock is the control tick, so a chunk computed from tick t that arrives at tick t + d has its
+  first d actions in the past and skips them, and the overlap with the pending plan is blended.
+- ``blocking=True`` (synchronous): the loop waits for the query, the arm holding its last
+  command; the scheduler's clock stops meanwhile, so for it every query returns at once (d = 0).
+
+With d = 0 both are the paper's modes: chunked execution (``replace``, horizon n, threshold 0:
+a query every n ticks, the first n actions played open loop) and temporal ensembling
+(``ensemble``, horizon k, threshold k - n: a query every n ticks, n = 1 in the paper).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from act.runtime.plan import ActionPlan
+
+
+class ChunkScheduler:
+    """One episode's plan, query trigger and counters.
+
+    Args:
+        chunk_size: k, actions per chunk from the network.
+        blend: ``replace``, ``ensemble`` or ``crossfade`` (see ``act.runtime.plan``).
+        horizon: actions of each chunk, counted from its observation's tick, that enter the plan
+            (1..k; default k).
+        threshold: query when at most this many planned actions are left (0..horizon - 1).
+        blocking: synchronous (True) or asynchronous (False) execution.
+        coeff, crossfade_steps: of the ``ensemble`` and ``crossfade`` blends.
+
+    Per tick: ``deliver`` an arrived chunk, then ``wants_query`` -> ``issue`` (and ``deliver`` at
+    once when the result is immediate), then ``next_action``.
+    """
+
+    def __init__(self, chunk_size: int, blend: str = "replace", horizon: int | None = None, threshold: int = 0,
+                 blocking: bool = True, coeff: float = 0.01, crossfade_steps: int | None = None):
+        self.chunk_size = int(chunk_size)
+        self.horizon = self.chunk_size if horizon is None else int(horizon)
+        if not 1 <= self.horizon <= self.chunk_size:
+            raise ValueError(f"horizon must be in 1..chunk_size={self.chunk_size}, got {horizon}")
+        if not 0 <= int(threshold) < self.horizon:
+            raise ValueError(f"queue_threshold must be in 0..{self.horizon - 1} (fewer than the {self.horizon} "
+                             f"actions a chunk adds), got {threshold}")
+        self.threshold, self.blocking = int(threshold), bool(blocking)
+        self.plan = ActionPlan(blend, self.chunk_size, coeff, crossfade_steps)
+        self.reset()
+
+    def reset(self) -> None:
+        self.plan.reset()
+        self.clock = 0  # the plan's tick: the control tick, except that it stops while a blocking query runs
+        self.in_flight: int | None = None  # the clock at which the query in flight observed
+        self.queries = 0
+        self.held = 0  # ticks with no fresh planned action (the arm held its last command)
+        self.skipped = 0  # actions that arrived in the past
+
+    def pending(self) -> int:
+        return self.plan.pending(self.clock)
+
+    def wants_query(self) -> bool:
+        """True when no query is in flight and the plan is at (or below) the threshold."""
+        return self.in_flight is None and self.pending() <= self.threshold
+
+    def issue(self) -> int:
+        """Record a query on the newest observation; returns the tick it observed."""
+        if self.in_flight is not None:
+            raise RuntimeError("a query is already in flight: deliver it first")
+        self.in_flight = self.clock
+        self.queries += 1
+        return self.clock
+
+    def deliver(self, chunk: np.ndarray) -> int:
+        """The chunk (k, A) of the query in flight has arrived; returns how many of its actions were skipped."""
+        if self.in_flight is None:
+            raise RuntimeError("no query in flight")
+        chunk = np.asarray(chunk)
+        if chunk.ndim != 2 or len(chunk) != self.chunk_size:
+            raise ValueError(f"expected a chunk of shape ({self.chunk_size}, A), got {chunk.shape}")
+        observed, self.in_flight = self.in_flight, None
+        skipped = self.plan.add(chunk[:self.horizon], observed, self.clock)
+        self.skipped += skipped
+        return skipped
+
+    def next_action(self) -> tuple[np.ndarray | None, bool]:
+        """The action for this tick (None: nothing fresh, hold the last command) and whether a newly
+        arrived chunk shapes it (a chunk switch)."""
+        if self.blocking and self.in_flight is not None:
+            self.held += 1  # the loop waits; the scheduler's clock stands still
+            return None, False
+        action, switched = self.plan.pop(self.clock)
+        self.clock += 1
+        if action is None:
+            self.held += 1
+        return action, switched
+
+
+def execution_settings(chunk_size: int, n_action_steps: int | None, temporal_ensemble_coeff: float | None,
+                       blend: str | None = None, queue_threshold: int | None = None) -> dict:
+    """The scheduler settings of the execution modes, with every choice checked.
+
+    ``blend`` None: ``ensemble`` with a ``temporal_ensemble_coeff``, else ``replace``. ``replace``
+    plays the first ``n_action_steps`` actions of each chunk (default k) and queries when they are
+    used up; ``ensemble`` and ``crossfade`` plan all k and query every ``n_action_steps`` ticks
+    (default 1 for ``ensemble``, k // 2 for ``crossfade``), i.e. at threshold k - n.
+    """
+    k = int(chunk_size)
+    if blend is None:
+        blend = "ensemble" if temporal_ensemble_coeff is not None else "replace"
+    if blend == "ensemble" and temporal_ensemble_coeff is None:
+        raise ValueError("blend=ensemble needs a temporal_ensemble_coeff (e.g. 0.01)")
+    default_n = {"replace": k, "ensemble": 1, "crossfade": max(1, k // 2)}.get(blend)
+    if default_n is None:
+        raise ValueError(f"unknown blend {blend!r}; valid: replace, ensemble, crossfade")
+    n = default_n if n_action_steps is None else n_action_steps
+    if isinstance(n, bool) or int(n) != n or not 1 <= int(n) <= k:
+        raise ValueError(f"n_action_steps must be in 1..chunk_size={k}, got {n_action_steps}")
+    n = int(n)
+    horizon = n if blend == "replace" else k
+    threshold = (0 if blend == "replace" else k - n) if queue_threshold is None else queue_threshold
+    if isinstance(threshold, bool) or int(threshold) != threshold or not 0 <= int(threshold) < horizon:
+        raise ValueError(f"queue_threshold must be in 0..{horizon - 1}, got {queue_threshold}")
+    return {"blend": blend, "horizon": horizon, "threshold": int(threshold), "n_action_steps": n,
+            "coeff": 0.0 if temporal_ensemble_coeff is None else float(temporal_ensemble_coeff)}

@@ -1,0 +1,160 @@
+"""The deployable network: one module with its normalisation, read from checkpoints of either
+layout without Lightning, exported to TorchScript and ONNX with eager parity."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from act.lit_module import ACTLitModule
+from act.model.checkpoint import CheckpointError, load_network
+from act.policy import ACTPolicy
+from act.runtime.export import export
+from act.runtime.predictors import ArtifactError, EagerPredictor, load_predictor
+from helpers import IMAGE, ROOT
+
+
+def _inputs(batch: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=(batch, 14)).astype(np.float32),
+            rng.integers(0, 256, (batch, 1, 3, IMAGE, IMAGE), dtype=np.uint8))
+
+
+def test_network_from_checkpoint_matches_the_lightning_module(tiny_checkpoint):
+    module = ACTLitModule.load_from_checkpoint(tiny_checkpoint, map_location="cpu").eval()
+    net = load_network(tiny_checkpoint)
+    assert net.camera_names == ["top"] and net.image_size == (IMAGE, IMAGE) and net.task == "transfer_cube"
+    qpos, images = (torch.from_numpy(x) for x in _inputs(3))
+    torch.testing.assert_close(net(qpos, images), module.predict_chunk(qpos, images), rtol=0, atol=0)
+    # The statistics are the dataset's, in the network: raw joint units in and out.
+    torch.testing.assert_close(net.action_mean, torch.tensor(module.hparams.stats["action_mean"]))
+    assert not torch.equal(net.qpos_std, torch.ones(14))
+
+
+def test_checkpoints_of_the_layout_before_load_unchanged(tiny_checkpoint, tmp_path):
+    # Before the network carried its statistics, the module held ``model.*`` and ``qpos_mean`` ...
+    checkpoint = torch.load(tiny_checkpoint, weights_only=True)
+    old = {(k[len("net."):] if k.startswith("net.") else k): v for k, v in checkpoint["state_dict"].items()}
+    assert "model.action_head.weight" in old and "qpos_mean" in old
+    legacy = tmp_path / "legacy.ckpt"
+    torch.save({**checkpoint, "state_dict": old}, legacy)
+    qpos, images = (torch.from_numpy(x) for x in _inputs(2))
+    expected = load_network(tiny_checkpoint)(qpos, images)
+    torch.testing.assert_close(load_network(legacy)(qpos, images), expected, rtol=0, atol=0)
+    module = ACTLitModule.load_from_checkpoint(legacy, map_location="cpu").eval()
+    torch.testing.assert_close(module.predict_chunk(qpos, images), expected, rtol=0, atol=0)
+
+
+def test_unreadable_checkpoints_are_refused(tiny_checkpoint, tmp_path):
+    checkpoint = torch.load(tiny_checkpoint, weights_only=True)
+    checkpoint["state_dict"] = {k: v for k, v in checkpoint["state_dict"].items() if "action_head" not in k}
+    broken = tmp_path / "broken.ckpt"
+    torch.save(checkpoint, broken)
+    with pytest.raises(CheckpointError, match="weights do not fit its settings"):
+        load_network(broken)
+    (tmp_path / "junk.ckpt").write_text("not a checkpoint")
+    with pytest.raises(CheckpointError, match="is not a readable checkpoint"):
+        load_network(tmp_path / "junk.ckpt")
+
+
+@pytest.mark.parametrize("fmt, suffix", [("torchscript", ".pt"), ("onnx", ".onnx")])
+def test_export_matches_eager_and_carries_its_metadata(tiny_checkpoint, tmp_path, fmt, suffix):
+    path = export(load_network(tiny_checkpoint), tmp_path / f"policy{suffix}", fmt)
+    eager = EagerPredictor(load_network(tiny_checkpoint), precision="32-true")
+    runtime = load_predictor(path)
+    for batch in (1, 3):  # exported with a dynamic batch
+        qpos, images = _inputs(batch, seed=batch)
+        out = runtime(qpos, images)
+        assert out.shape == (batch, 10, 14) and out.dtype == np.float32
+        assert np.abs(out - eager(qpos, images)).max() <= 1e-4
+    meta = runtime.meta
+    assert meta["camera_names"] == ["top"] and meta["image_size"] == [IMAGE, IMAGE] and meta["chunk_size"] == 10
+    assert meta["task"] == "transfer_cube" and meta["format"] == fmt
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"policy{suffix}"]  # no temporary left behind
+
+
+def test_exported_policy_runs_where_lightning_cannot_be_imported(tiny_checkpoint, tmp_path):
+    onnx_path = export(load_network(tiny_checkpoint), tmp_path / "policy.onnx", "onnx")
+    ts_path = export(load_network(tiny_checkpoint), tmp_path / "policy.pt", "torchscript")
+    code = f"""
+import sys
+for name in ("lightning", "pytorch_lightning", "lightning_fabric", "hydra", "omegaconf"):
+    sys.modules[name] = None  # importing any of them now raises ImportError
+try:
+    import lightning
+except ImportError:
+    pass
+else:
+    raise SystemExit("lightning importable")
+import json
+import numpy as np
+from act.policy import ACTPolicy
+from act.runtime import export, plan, predictors, scheduler  # noqa: F401
+out = {{}}
+for path in ({str(onnx_path)!r}, {str(ts_path)!r}, {str(tiny_checkpoint)!r}):
+    policy = ACTPolicy.load(path, temporal_ensemble_coeff=0.01, precision="32-true")
+    obs = {{"qpos": np.zeros(14), "images": {{"top": np.full(({IMAGE}, {IMAGE}, 3), 100, np.uint8)}}}}
+    out[path] = [policy.select_action(obs).tolist() for _ in range(3)]
+print(json.dumps(out))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    actions = {k: np.array(v) for k, v in json.loads(proc.stdout.strip().splitlines()[-1]).items()}
+    assert len(actions) == 3
+    reference = actions[str(tiny_checkpoint)]
+    for path in (onnx_path, ts_path):
+        assert np.abs(actions[str(path)] - reference).max() <= 1e-4
+
+
+def test_policy_runs_an_exported_artifact_like_the_checkpoint(tiny_checkpoint, tmp_path):
+    path = export(load_network(tiny_checkpoint), tmp_path / "policy.onnx", "onnx")
+    rng = np.random.default_rng(5)
+    stream = [{"qpos": rng.normal(size=14), "images": {"top": rng.integers(0, 255, (IMAGE, IMAGE, 3), dtype=np.uint8)}}
+              for _ in range(6)]
+    runs = []
+    for source in (tiny_checkpoint, path):
+        policy = ACTPolicy.load(source, n_action_steps=2, temporal_ensemble_coeff=0.01, precision="32-true")
+        runs.append(np.array([policy.select_action(o) for o in stream]))
+        assert policy.queries == 3
+    np.testing.assert_allclose(runs[0], runs[1], atol=1e-4)
+
+
+def test_bad_artifacts_are_refused(tmp_path):
+    (tmp_path / "policy.onnx").write_bytes(b"not onnx")
+    with pytest.raises(ArtifactError, match="not a readable ONNX policy"):
+        load_predictor(tmp_path / "policy.onnx")
+    (tmp_path / "policy.pt").write_bytes(b"not torchscript")
+    with pytest.raises(ArtifactError, match="not a readable TorchScript policy"):
+        load_predictor(tmp_path / "policy.pt")
+    with pytest.raises(ArtifactError, match="unknown policy file type"):
+        ACTPolicy.load(tmp_path / "policy.bin")
+
+
+def test_export_script_and_its_errors(run_script, tiny_checkpoint, tmp_path):
+    out = tmp_path / "exported.onnx"
+    proc = run_script("export", f"ckpt_path={tiny_checkpoint}", "format=onnx", f"out={out}")
+    assert out.is_file() and "max |action difference| against eager fp32" in proc.stdout
+    diff = float(proc.stdout.split("eager fp32 on a random observation: ")[1].split()[0])
+    assert diff <= 1e-4
+    for overrides, message in [(["format=tflite"], "format='tflite' is unknown"),
+                               (["ckpt_path=missing.ckpt"], "checkpoint missing.ckpt does not exist"),
+                               ([f"out={tmp_path / 'x.pt'}"], "must end in .onnx")]:
+        args = [f"ckpt_path={tiny_checkpoint}", "format=onnx", *overrides]
+        proc = run_script("export", *args, check=False)
+        assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("error: ")
+        assert message in proc.stderr
+
+
+def test_bench_export_times_every_runtime(run_script, tiny_checkpoint, tmp_path):
+    proc = run_script("bench_export", f"ckpt_path={tiny_checkpoint}", "queries=3", "warmup=1",
+                      f"out_dir={tmp_path / 'bench'}")
+    metrics = json.loads((tmp_path / "bench" / "metrics.json").read_text())
+    assert {"eager_fp32", "torchscript", "onnxruntime"} <= set(metrics["results"])
+    for result in metrics["results"].values():
+        assert result["median_ms"] > 0 and result["max_abs_diff_vs_eager_fp32"] <= 1e-4
+    assert "onnxruntime" in proc.stdout
