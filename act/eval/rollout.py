@@ -36,6 +36,20 @@ class EpisodeResult:
     query_ms: list[float] = field(default_factory=list)  # time of the steps that queried the network
     step_ms: list[float] = field(default_factory=list)  # policy compute time of every step
     video: str | None = None
+    held_ticks: int = 0  # ticks without a fresh planned action (the arm held its last command)
+    action_jerk: float | None = None  # mean ||third difference|| of the commands (action units / tick^3)
+    step_change: float | None = None  # mean ||a_t - a_{t-1}|| of the commands
+    switch_jumps: list[float] = field(default_factory=list)  # ||a_t - a_{t-1}|| where a new chunk took over
+
+
+def command_smoothness(commands: np.ndarray) -> tuple[float | None, float | None]:
+    """(mean ||a_t - a_{t-1}||, mean ||a_t - 3 a_{t-1} + 3 a_{t-2} - a_{t-3}||) of (T, A) commands:
+    the per-tick change and jerk (third finite difference), in action units per tick (^3)."""
+    if len(commands) < 2:
+        return None, None
+    change = float(np.linalg.norm(np.diff(commands, axis=0), axis=1).mean())
+    jerk = float(np.linalg.norm(np.diff(commands, n=3, axis=0), axis=1).mean()) if len(commands) >= 4 else None
+    return change, jerk
 
 
 def run_episode(env, policy, seed: int, video_path: str | Path | None = None, video_camera: str = "top",
@@ -72,6 +86,9 @@ def run_episodes(envs: Sequence, policy, seeds: Sequence[int], video_paths: Sequ
     query_ms: list[list[float]] = [[] for _ in range(n)]
     step_ms: list[list[float]] = [[] for _ in range(n)]
     frames: list[list[np.ndarray]] = [[] for _ in range(n)]
+    commands: list[list[np.ndarray]] = [[] for _ in range(n)]
+    held = [0] * n
+    jumps: list[list[float]] = [[] for _ in range(n)]
     max_reward = [0] * n
     for t in range(max(env.episode_len for env in envs)):
         queries = getattr(policy, "queries", 0)
@@ -85,6 +102,13 @@ def run_episodes(envs: Sequence, policy, seeds: Sequence[int], video_paths: Sequ
             step_ms[i].append(elapsed)
             if queried:
                 query_ms[i].append(elapsed)
+            command = np.asarray(actions[i], dtype=np.float64)
+            fresh = getattr(policy, "last_fresh", None)  # the scheduler's view (ACTPolicy), if any
+            if fresh is not None and fresh[i] is False:
+                held[i] += 1
+            if fresh is not None and policy.last_switch[i] and commands[i]:
+                jumps[i].append(float(np.linalg.norm(command - commands[i][-1])))
+            commands[i].append(command)
             steps[i] = envs[i].step(actions[i])
             reward = int(steps[i].reward or 0)
             rewards[i].append(reward)
@@ -100,9 +124,11 @@ def run_episodes(envs: Sequence, policy, seeds: Sequence[int], video_paths: Sequ
     results = []
     for i in range(n):
         video = str(write_mp4(video_paths[i], frames[i])) if video_paths[i] is not None and frames[i] else None
+        change, jerk = command_smoothness(np.array(commands[i]))
         results.append(EpisodeResult(seed=seeds[i], max_reward=max_reward[i], success=max_reward[i] >= 4,
                                      total_return=float(sum(rewards[i])), steps=len(rewards[i]),
-                                     query_ms=query_ms[i], step_ms=step_ms[i], video=video))
+                                     query_ms=query_ms[i], step_ms=step_ms[i], video=video, held_ticks=held[i],
+                                     action_jerk=jerk, step_change=change, switch_jumps=jumps[i]))
     return results
 
 
@@ -193,6 +219,13 @@ def episode_metrics(results: list[EpisodeResult], wall_time_s: float) -> dict:
     """Success rate with its 95% Wilson interval, stage rates, returns, latencies, per-episode records."""
     query_ms = np.concatenate([r.query_ms for r in results]) if results else np.zeros(0)
     step_ms = np.concatenate([r.step_ms for r in results]) if results else np.zeros(0)
+    jumps = np.concatenate([r.switch_jumps for r in results]) if results else np.zeros(0)
+    ticks = sum(r.steps for r in results)
+
+    def mean_of(values):
+        values = [v for v in values if v is not None]
+        return float(np.mean(values)) if values else None
+
     metrics = summarize([r.max_reward for r in results])
     metrics.update({
         "mean_return": float(np.mean([r.total_return for r in results])),
@@ -200,9 +233,17 @@ def episode_metrics(results: list[EpisodeResult], wall_time_s: float) -> dict:
                                  "p95": float(np.percentile(query_ms, 95)) if query_ms.size else None,
                                  "queries": int(query_ms.size)},
         "share_of_steps_over_tick": float((step_ms > TICK_MS).mean()) if step_ms.size else 0.0,
+        "ticks_without_fresh_action": {"share": sum(r.held_ticks for r in results) / ticks if ticks else 0.0,
+                                       "per_episode": mean_of([r.held_ticks for r in results])},
+        "mean_action_jerk": mean_of([r.action_jerk for r in results]),
+        "mean_action_change": mean_of([r.step_change for r in results]),
+        "chunk_switch_jump": {"mean": float(jumps.mean()) if jumps.size else None,
+                              "p95": float(np.percentile(jumps, 95)) if jumps.size else None,
+                              "switches": int(jumps.size)},
         "wall_time_s": wall_time_s,
         "episodes_per_min": 60.0 * len(results) / wall_time_s if wall_time_s > 0 else None,
-        "episodes": [{k: v for k, v in asdict(r).items() if k not in ("query_ms", "step_ms")} for r in results],
+        "episodes": [{k: v for k, v in asdict(r).items() if k not in ("query_ms", "step_ms", "switch_jumps")}
+                     for r in results],
         "videos": [r.video for r in results if r.video],
     })
     return metrics

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
+import time
 from pathlib import Path
+
+import numpy as np
+import torch
 
 from omegaconf import DictConfig, OmegaConf
 
 from act.eval.backends import BACKENDS
 from act.eval.expert import ScriptedReplayPolicy
-from act.eval.rollout import EvalSpec, evaluate
-from act.lit_module import read_checkpoint
+from act.eval.rollout import TICK_MS, EvalSpec, evaluate
 from act.policy import ACTPolicy
 from act.precision import resolve_precision
+from act.runtime.plan import BLENDS
+from act.runtime.predictors import artifact_format
 from envs.constants import CAMERAS, TASKS
 from envs.factory import validate_image_size
 from envs.io import write_json
@@ -51,31 +57,44 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
         described = {"policy": "scripted expert (joint replay)"}
     else:
         if cfg.ckpt_path is None:
-            raise ValueError("give ckpt_path=<checkpoint> (or expert=true)")
+            raise ValueError("give ckpt_path=<checkpoint or exported .pt/.onnx policy> (or expert=true)")
         path = Path(cfg.ckpt_path)
+        artifact_format(path)  # an unknown file type is refused before anything is read
         if not path.is_file():
             raise FileNotFoundError(f"checkpoint {path} does not exist")
-        saved = read_checkpoint(path)["hyper_parameters"]  # "<path> is not a readable checkpoint" otherwise
-        trained_on = saved.get("task")
-        if chosen_task and trained_on and chosen_task != trained_on and not cfg.get("allow_task_mismatch", False):
-            raise ValueError(f"task={chosen_task} but {path} was trained on {trained_on}: drop task= to evaluate it "
-                             f"on {trained_on}, or add allow_task_mismatch=true to evaluate it on {chosen_task} anyway")
-        check_backend(cfg.env.backend, saved.get("camera_names") or ["top"], saved.get("image_size") or (480, 640))
+        timing = execution_options(cfg)  # checked before the network is loaded
         choice = resolve_precision(cfg.precision, cfg.device)  # once, here; the workers get the result
+        if artifact_format(path) != "checkpoint":
+            choice = resolve_precision("32-true", cfg.device)  # exported policies run in fp32
         print(f"evaluation precision: {choice.precision} ({choice.requested}: {choice.reason})")
         options = dict(device=cfg.device, precision=choice.precision)
         if cfg.temporal_ensemble_coeff is not None:
             options["temporal_ensemble_coeff"] = float(cfg.temporal_ensemble_coeff)
         options["n_action_steps"] = cfg.n_action_steps  # with ensembling: a query every n steps (default 1)
-        probe = ACTPolicy.from_checkpoint(path, **options)  # checks the options once, here
+        options.update(timing)
+        probe = ACTPolicy.load(path, **options)  # "<path> is not a readable checkpoint" otherwise; checks the options
+        trained_on = probe.task
+        if chosen_task and trained_on and chosen_task != trained_on and not cfg.get("allow_task_mismatch", False):
+            raise ValueError(f"task={chosen_task} but {path} was trained on {trained_on}: drop task= to evaluate it "
+                             f"on {trained_on}, or add allow_task_mismatch=true to evaluate it on {chosen_task} anyway")
+        check_backend(cfg.env.backend, probe.camera_names, probe.image_size)
+        latency = {"latency_ms": cfg.latency_ms}
+        if cfg.latency_ms == "measured":
+            measured = measure_latency_ms(probe)
+            print(f"measured latency: {measured:.1f} ms per batch-1 query ({probe.precision}, "
+                  f"{torch.get_num_threads()} threads)")
+            latency = {"latency_ms": measured, "latency_measured": True}
+        options["latency_ticks"] = latency_ticks(latency["latency_ms"])
+        probe.latency_ticks = options["latency_ticks"]  # for its description; the workers build their own
         task = chosen_task or probe.task
         if task not in TASKS:
             raise ValueError(f"task {task!r} is unknown; pass task=<{'|'.join(TASKS)}>")
-        make_policy = functools.partial(ACTPolicy.from_checkpoint, str(path), **options)
+        make_policy = functools.partial(ACTPolicy.load, str(path), **options)
         cameras, image_size = tuple(probe.camera_names), tuple(probe.image_size)
-        quality = cfg.render_quality or probe.module.hparams.get("render_quality") or "paper"
-        described = {"policy": str(path), "trained_on": trained_on, "chunk_size": probe.chunk_size,
-                     "cameras": list(cameras), "image_size": list(image_size), "execution": probe.execution, **options}
+        quality = cfg.render_quality or probe.render_quality or "paper"
+        described = {"policy": str(path), "format": probe.predictor.format, "trained_on": trained_on,
+                     "chunk_size": probe.chunk_size, "cameras": list(cameras), "image_size": list(image_size),
+                     "execution": probe.execution, **options, **latency}
     seeds = tuple(int(cfg.seed) + i for i in range(int(cfg.num_episodes)))
     spec = EvalSpec(make_policy=make_policy, task=task, cameras=cameras, image_size=image_size,
                     render_quality=quality, backend=cfg.env.backend, episode_len=cfg.episode_len, seeds=seeds,
@@ -85,6 +104,43 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
     described.update(task=task, backend=cfg.env.backend, render_quality=quality, seeds=[seeds[0], seeds[-1]],
                      batch_envs=spec.batch_envs)
     return spec, described
+
+
+def execution_options(cfg: DictConfig) -> dict:
+    """The scheduler options of an eval config (blend, asynchronous, threshold, crossfade), checked."""
+    blend = cfg.get("blend")
+    if blend is not None and blend not in BLENDS:
+        raise ValueError(f"blend={blend!r} is unknown; valid: {', '.join(BLENDS)} (or null: ensemble with "
+                         f"temporal_ensemble_coeff, else replace)")
+    if blend == "ensemble" and cfg.temporal_ensemble_coeff is None:
+        raise ValueError("blend=ensemble needs temporal_ensemble_coeff=<m> (e.g. 0.01)")
+    if not isinstance(cfg.get("asynchronous", False), bool):
+        raise ValueError(f"asynchronous must be true or false, got {cfg.asynchronous!r}")
+    latency = cfg.get("latency_ms", 0)
+    if latency != "measured" and (isinstance(latency, bool) or not isinstance(latency, (int, float))
+                                  or not math.isfinite(latency) or latency < 0):
+        raise ValueError(f"latency_ms must be a number >= 0 (milliseconds) or 'measured', got {latency!r}")
+    return {"blend": blend, "asynchronous": bool(cfg.get("asynchronous", False)),
+            "queue_threshold": cfg.get("queue_threshold"), "crossfade_steps": cfg.get("crossfade_steps")}
+
+
+def latency_ticks(latency_ms: float) -> int:
+    """d = ceil(latency / 20 ms): a query issued at tick t delivers its chunk at tick t + d."""
+    return int(math.ceil(float(latency_ms) / TICK_MS - 1e-9))
+
+
+def measure_latency_ms(policy: ACTPolicy, queries: int = 10, warmup: int = 3) -> float:
+    """Median wall time of a batch-1 query of ``policy`` on this machine (a mid-grey observation)."""
+    h, w = policy.image_size
+    observation = {"qpos": np.zeros(policy.state_dim),
+                   "images": {cam: np.full((h, w, 3), 128, np.uint8) for cam in policy.camera_names}}
+    times = []
+    for i in range(warmup + queries):
+        start = time.perf_counter()
+        policy.predict_chunk(observation)
+        if i >= warmup:
+            times.append(1000.0 * (time.perf_counter() - start))
+    return float(np.median(times))
 
 
 def check_backend(backend: str, cameras, image_size) -> None:
@@ -131,10 +187,16 @@ def summary_line(metrics: dict) -> str:
     stages = " ".join(f">={k}:{v:.2f}" for k, v in metrics["stage_rates"].items())
     latency = metrics["latency_ms_per_query"]
     lat = f"{latency['median']:.1f} ms/query (p95 {latency['p95']:.1f})" if latency["median"] is not None else "-"
-    return (f"{metrics['task']}: success {metrics['successes']}/{metrics['num_episodes']} = "
+    line = (f"{metrics['task']}: success {metrics['successes']}/{metrics['num_episodes']} = "
             f"{metrics['success_rate']:.3f} [95% CI {low:.3f}-{high:.3f}] | stages {stages} | "
             f"mean return {metrics['mean_return']:.1f} | {lat} | "
             f"{metrics['share_of_steps_over_tick']:.0%} of steps over 20 ms")
+    held = metrics.get("ticks_without_fresh_action")
+    if held is not None and metrics.get("latency_ms") is not None:
+        jump = metrics["chunk_switch_jump"]["mean"]
+        line += (f" | simulated latency {metrics['latency_ms']:.0f} ms: {held['share']:.0%} of ticks held, "
+                 f"jerk {metrics['mean_action_jerk'] or 0:.4f}, switch jump {jump or 0:.4f}")
+    return line
 
 
 def log_to_wandb(metrics: dict, config: dict, out_dir: Path, project: str) -> None:
