@@ -1,8 +1,8 @@
 """Run a checkpoint or an exported policy on a robot at 50 Hz in wall-clock time.
 
-    python scripts/run_realtime.py policy=outputs/demo/train/checkpoints/last.onnx num_episodes=50
-    python scripts/run_realtime.py policy=... asynchronous=false             # synchronous: misses ticks
-    python scripts/run_realtime.py policy=... robot=aloha aloha.driver=my_robot:make_env episode_len=500
+    python scripts/run_realtime.py ckpt_path=outputs/demo/train/checkpoints/last.onnx num_episodes=50
+    python scripts/run_realtime.py ckpt_path=... asynchronous=false             # synchronous: misses ticks
+    python scripts/run_realtime.py ckpt_path=... robot=aloha aloha.driver=my_robot:make_env episode_len=500
 
 Reports missed ticks, tick jitter (lateness of each command against its 20 ms deadline, p50 and
 p99), queries per second, held ticks and (sim) success; writes ``metrics.json`` into out_dir.
@@ -44,11 +44,11 @@ def load_driver(spec: str):
 def build(cfg: DictConfig):
     if cfg.robot not in ROBOTS:
         raise ValueError(f"robot={cfg.robot!r} is unknown; valid: {', '.join(ROBOTS)}")
-    if cfg.policy is None:
-        raise ValueError("give policy=<checkpoint (.ckpt) or exported policy (.pt, .onnx)>")
-    artifact_format(cfg.policy)
-    if not Path(cfg.policy).is_file():
-        raise FileNotFoundError(f"policy file {cfg.policy} does not exist")
+    if cfg.ckpt_path is None:
+        raise ValueError("give ckpt_path=<checkpoint (.ckpt) or exported policy (.pt, .onnx)>")
+    artifact_format(cfg.ckpt_path)
+    if not Path(cfg.ckpt_path).is_file():
+        raise FileNotFoundError(f"policy file {cfg.ckpt_path} does not exist")
     if int(cfg.num_episodes) < 1:
         raise ValueError(f"num_episodes must be positive, got {cfg.num_episodes}")
     if cfg.episode_len is not None and int(cfg.episode_len) < 1:
@@ -61,7 +61,7 @@ def build(cfg: DictConfig):
     if cfg.temporal_ensemble_coeff is not None:
         options["temporal_ensemble_coeff"] = float(cfg.temporal_ensemble_coeff)
     options["n_action_steps"] = cfg.n_action_steps
-    policy = ACTPolicy.load(cfg.policy, precision=cfg.precision, **options)
+    policy = ACTPolicy.load(cfg.ckpt_path, precision=cfg.precision, **options)
     if cfg.robot == "sim":
         from act.eval.backends import make_eval_env
 
@@ -100,7 +100,7 @@ def main(cfg: DictConfig) -> dict:
         inference.close()
         bar.close()
     summary = summarize_realtime(results)
-    metrics = {"policy": str(cfg.policy), "format": policy.predictor.format, "robot": cfg.robot,
+    metrics = {"policy": str(cfg.ckpt_path), "format": policy.predictor.format, "robot": cfg.robot,
                "execution": policy.execution, "precision": policy.precision, "threads": torch.get_num_threads(),
                "seeds": [int(cfg.seed), int(cfg.seed) + int(cfg.num_episodes) - 1], **summary,
                "per_episode": [{"seed": int(cfg.seed) + i, "success": r.success, "missed_ticks": r.missed_ticks,

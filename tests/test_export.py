@@ -155,6 +155,8 @@ def test_bench_export_times_every_runtime(run_script, tiny_checkpoint, tmp_path)
                       f"out_dir={tmp_path / 'bench'}")
     metrics = json.loads((tmp_path / "bench" / "metrics.json").read_text())
     assert {"eager_fp32", "torchscript", "onnxruntime"} <= set(metrics["results"])
-    for result in metrics["results"].values():
-        assert result["median_ms"] > 0 and result["max_abs_diff_vs_eager_fp32"] <= 1e-4
+    for name, result in metrics["results"].items():
+        assert result["median_ms"] > 0
+        if name != "eager_bf16":  # on CPUs with native bf16 it is timed too, and differs as bf16 does
+            assert result["max_abs_diff_vs_eager_fp32"] <= 1e-4
     assert "onnxruntime" in proc.stdout

@@ -164,7 +164,7 @@ def test_aloha_adapter_checks_cameras_and_commands():
 
 def test_run_realtime_script(run_script, tiny_checkpoint, tmp_path):
     out = tmp_path / "rt"
-    proc = run_script("run_realtime", f"policy={tiny_checkpoint}", "num_episodes=1", "episode_len=12",
+    proc = run_script("run_realtime", f"ckpt_path={tiny_checkpoint}", "num_episodes=1", "episode_len=12",
                       f"out_dir={out}")
     metrics = json.loads((out / "metrics.json").read_text())
     for key in ("missed_ticks", "tick_jitter_ms", "queries_per_s", "success_rate", "held_share"):
@@ -173,7 +173,7 @@ def test_run_realtime_script(run_script, tiny_checkpoint, tmp_path):
     for overrides, message in [(["robot=arm"], "robot='arm' is unknown"),
                                (["robot=aloha"], "needs aloha.driver"),
                                (["asynchronous=perhaps"], "asynchronous must be true or false"),
-                               (["policy=none.onnx"], "none.onnx does not exist")]:
-        args = [f"policy={tiny_checkpoint}", *overrides] if not overrides[0].startswith("policy") else overrides
+                               (["ckpt_path=none.onnx"], "none.onnx does not exist")]:
+        args = [f"ckpt_path={tiny_checkpoint}", *overrides] if not overrides[0].startswith("ckpt_path") else overrides
         proc = run_script("run_realtime", *args, f"out_dir={out}", check=False)
         assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("error: ") and message in proc.stderr
