@@ -141,6 +141,7 @@ def test_export_script_and_its_errors(run_script, tiny_checkpoint, tmp_path):
     assert out.is_file() and "max |action difference| against eager fp32" in proc.stdout
     diff = float(proc.stdout.split("eager fp32 on a random observation: ")[1].split()[0])
     assert diff <= 1e-4
+    assert not (tmp_path / "export.log").exists()  # nothing but the artifact is written
     for overrides, message in [(["format=tflite"], "format='tflite' is unknown"),
                                (["ckpt_path=missing.ckpt"], "checkpoint missing.ckpt does not exist"),
                                ([f"out={tmp_path / 'x.pt'}"], "must end in .onnx")]:
