@@ -148,3 +148,20 @@ def test_bench_eval_reports_steps_per_second(run_script, tmp_path):
     results = json.loads((tmp_path / "metrics.json").read_text())["results"]
     assert {"harness_only", "act_temporal_ensembling", "act_chunked"} <= set(results)
     assert all(r["steps_per_s"] > 0 for r in results.values())
+
+
+def test_checkpoint_selection_seeds_are_disjoint_from_held_out_seeds():
+    # best_eval.ckpt is chosen on the callback's episodes; eval.py and make demo score on theirs.
+    from omegaconf import OmegaConf
+
+    from act.eval.callback import EvalCallback
+    from helpers import ROOT
+
+    configs = ROOT / "configs"
+    callback = OmegaConf.load(configs / "callbacks" / "eval.yaml").eval
+    chosen = set(range(callback.seed, callback.seed + 1000))  # room for a user raising num_episodes
+    held_out = [OmegaConf.load(configs / "eval.yaml"), OmegaConf.load(configs / "experiment" / "cpu_quickstart.yaml").demo]
+    for cfg in held_out:
+        first = cfg.get("seed", cfg.get("eval_seed"))
+        assert chosen.isdisjoint(range(first, first + 1000))
+    assert EvalCallback.__init__.__defaults__[2] == callback.seed  # the class default agrees with the config

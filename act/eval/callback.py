@@ -28,7 +28,8 @@ class EvalCallback(L.Callback):
     Args:
         every_n_steps: steps between evaluations.
         num_episodes: rollouts per evaluation (seeds ``seed`` .. ``seed + num_episodes - 1``).
-        seed: first evaluation seed; keep it far from the demo seeds.
+        seed: first evaluation seed; far from the demo seeds (0, 1, ...) and disjoint from the held-out
+            seeds of ``eval.py`` (100000, ...), since ``best_eval.ckpt`` is chosen on these episodes.
         temporal_ensemble_coeff: temporal ensembling m, or None for chunked execution.
         n_action_steps: query every n steps: chunked execution period when ``temporal_ensemble_coeff``
             is None, else the ensembling query period (default 1).
@@ -39,7 +40,7 @@ class EvalCallback(L.Callback):
         dirpath: folder for it (default: ``<default_root_dir>/checkpoints``).
     """
 
-    def __init__(self, every_n_steps: int = 5000, num_episodes: int = 5, seed: int = 100000,
+    def __init__(self, every_n_steps: int = 5000, num_episodes: int = 5, seed: int = 200000,
                  temporal_ensemble_coeff: float | None = 0.01, n_action_steps: int | None = None, video: bool = True,
                  video_size: Sequence[int] = (240, 320), render_quality: str | None = None,
                  save_best: bool = True, dirpath: str | None = None):
