@@ -152,16 +152,18 @@ def test_bench_eval_reports_steps_per_second(run_script, tmp_path):
 
 def test_checkpoint_selection_seeds_are_disjoint_from_held_out_seeds():
     # best_eval.ckpt is chosen on the callback's episodes; eval.py and make demo score on theirs.
+    import inspect
+
     from omegaconf import OmegaConf
 
     from act.eval.callback import EvalCallback
     from helpers import ROOT
 
     configs = ROOT / "configs"
-    callback = OmegaConf.load(configs / "callbacks" / "eval.yaml").eval
-    chosen = set(range(callback.seed, callback.seed + 1000))  # room for a user raising num_episodes
-    held_out = [OmegaConf.load(configs / "eval.yaml"), OmegaConf.load(configs / "experiment" / "cpu_quickstart.yaml").demo]
-    for cfg in held_out:
-        first = cfg.get("seed", cfg.get("eval_seed"))
-        assert chosen.isdisjoint(range(first, first + 1000))
-    assert EvalCallback.__init__.__defaults__[2] == callback.seed  # the class default agrees with the config
+    callback_seed = OmegaConf.load(configs / "callbacks" / "eval.yaml").eval.seed
+    held_out_seeds = {"eval.py": OmegaConf.load(configs / "eval.yaml").seed,
+                      "make demo": OmegaConf.load(configs / "experiment" / "cpu_quickstart.yaml").demo.eval_seed}
+    chosen = range(callback_seed, callback_seed + 1000)  # room for a user raising num_episodes
+    for first in held_out_seeds.values():
+        assert set(chosen).isdisjoint(range(first, first + 1000))
+    assert inspect.signature(EvalCallback).parameters["seed"].default == callback_seed  # class agrees with config
