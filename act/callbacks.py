@@ -15,7 +15,7 @@ from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
-from envs.io import atomic_path
+from common.io import atomic_path
 
 
 class CheckpointSaveError(RuntimeError):

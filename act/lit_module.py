@@ -14,6 +14,7 @@ import lightning as L
 import numpy as np
 import torch
 
+from common.checks import check_choice
 from act.model import ACTConfig
 from act.model.checkpoint import CHECKPOINT_HINT, CheckpointError, read_checkpoint, upgrade_state_dict  # noqa: F401
 from act.model.loss import act_loss
@@ -90,8 +91,7 @@ class ACTLitModule(L.LightningModule):
         self.kl_weight = float(kl_weight)
         self.optimizer_factory = optimizer
         self.lr_backbone = lr_backbone
-        if lr_schedule not in LR_SCHEDULES:
-            raise ValueError(f"unknown lr_schedule {lr_schedule!r}; valid: {', '.join(LR_SCHEDULES)}")
+        check_choice("lr_schedule", lr_schedule, LR_SCHEDULES)
         if lr_warmup_steps < 0:
             raise ValueError(f"lr_warmup_steps must be >= 0, got {lr_warmup_steps}")
         if not 0.0 <= lr_min_ratio <= 1.0:

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import torch
 
+from common.checks import check_choice
+
 log = logging.getLogger(__name__)
 
 PRECISIONS = ("auto", "32-true", "bf16-mixed")
@@ -111,8 +113,7 @@ def resolve_precision(requested: str, device: str | torch.device | None = "cpu")
     """The precision to run with: ``auto`` picks ``bf16-mixed`` where bf16 is native, else
     ``32-true``. An explicit ``bf16-mixed`` on a device that emulates it is kept, with a warning
     that gives the measured slowdown. Raises ``ValueError`` for an unknown name."""
-    if requested not in PRECISIONS:
-        raise ValueError(f"unknown precision {requested!r}; valid: {', '.join(PRECISIONS)}")
+    check_choice("precision", requested, PRECISIONS)
     if requested == "32-true":
         return PrecisionChoice(requested, "32-true", "requested")
     probe = probe_bf16(device_type_of(device))
@@ -131,6 +132,5 @@ def autocast(precision: str, device_type: str = "cpu"):
     """The autocast context of a resolved precision (``32-true``: none)."""
     if precision == "bf16-mixed":
         return torch.autocast(device_type, dtype=torch.bfloat16)
-    if precision != "32-true":
-        raise ValueError(f"unknown precision {precision!r}; valid: 32-true, bf16-mixed (or auto, resolved first)")
+    check_choice("precision", precision, ("32-true", "bf16-mixed"), " (or auto, resolved first)")
     return contextlib.nullcontext()

@@ -18,7 +18,7 @@ from act.data.datamodule import ACTDataModule
 from act.data.schema import EpisodeFormatError
 from act.lit_module import CheckpointError, read_checkpoint
 from act.precision import resolve_precision
-from envs.io import unwritable_reason
+from common.io import unwritable_reason
 
 log = logging.getLogger(__name__)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from common.checks import check_choice
 from envs.constants import EPISODE_LEN, INIT_MOCAP_QUAT
 
 # Mocap orientation with both grippers level and facing the middle of the table (the welds
@@ -202,6 +203,5 @@ EXPERTS: dict[str, type[ScriptedExpert]] = {"transfer_cube": TransferCubeExpert,
 
 def make_expert(task: str, noise: float = 0.0, seed: int | None = None) -> ScriptedExpert:
     """Scripted expert for ``task`` ('transfer_cube' or 'insertion')."""
-    if task not in EXPERTS:
-        raise ValueError(f"unknown task {task!r}; valid: {', '.join(EXPERTS)}")
+    check_choice("task", task, EXPERTS)
     return EXPERTS[task](noise=noise, seed=seed)

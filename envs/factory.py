@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from common.checks import check_choice
 from envs.constants import CAMERAS, EPISODE_LEN, MODES, RENDER_QUALITIES, TASKS
 from envs.insertion import InsertionTask
 from envs.scene import load_physics
@@ -11,11 +12,6 @@ from envs.task import AlohaEnv, BimanualTask
 from envs.transfer_cube import TransferCubeTask
 
 TASK_CLASSES: dict[str, type[BimanualTask]] = {"transfer_cube": TransferCubeTask, "insertion": InsertionTask}
-
-
-def _check_choice(kind: str, value, valid: Sequence[str]) -> None:
-    if value not in valid:
-        raise ValueError(f"unknown {kind} {value!r}; valid: {', '.join(valid)}")
 
 
 def validate_cameras(cameras: Sequence[str] | str | None) -> tuple[str, ...]:
@@ -26,7 +22,7 @@ def validate_cameras(cameras: Sequence[str] | str | None) -> tuple[str, ...]:
         cameras = [cameras]
     cameras = tuple(str(c) for c in cameras)
     for cam in cameras:
-        _check_choice("camera", cam, CAMERAS)
+        check_choice("camera", cam, CAMERAS)
     if len(set(cameras)) != len(cameras):
         raise ValueError(f"cameras listed twice in {list(cameras)}")
     return cameras
@@ -57,9 +53,9 @@ def make_env(task: str, mode: str = "joint", cameras: Sequence[str] | None = ("t
         seed: seed of the object-pose stream; ``env.reset(seed=...)`` overrides it per episode.
         episode_len: control steps before the environment reports the last step.
     """
-    _check_choice("task", task, TASKS)
-    _check_choice("mode", mode, MODES)
-    _check_choice("render_quality", render_quality, RENDER_QUALITIES)
+    check_choice("task", task, TASKS)
+    check_choice("mode", mode, MODES)
+    check_choice("render_quality", render_quality, RENDER_QUALITIES)
     cameras = validate_cameras(cameras)
     image_size = validate_image_size(image_size)
     if int(episode_len) <= 0:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from dm_control import mujoco
 
+from common.checks import check_choice
 from envs.constants import RENDER_QUALITIES
 
 # Weld stiffness for the mocap -> gripper_link constraints of the ee scenes (see fix_mocap_welds).
@@ -70,8 +71,7 @@ def load_physics(task: str, mode: str, render_quality: str = "fast",
             both off (about 5x cheaper per frame on a software renderer).
         max_image_size: largest (H, W) that will be rendered; sizes the offscreen buffer.
     """
-    if render_quality not in RENDER_QUALITIES:
-        raise ValueError(f"unknown render_quality {render_quality!r}; valid: {', '.join(RENDER_QUALITIES)}")
+    check_choice("render_quality", render_quality, RENDER_QUALITIES)
     physics = mujoco.Physics.from_xml_path(str(scene_xml(task, mode)))
     if mode == "ee":
         fix_mocap_welds(physics)

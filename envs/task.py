@@ -16,6 +16,7 @@ from dm_control.rl import control
 from dm_control.suite import base
 from dm_env import specs
 
+from common.checks import check_choice
 from envs.constants import (
     CAMERAS,
     DT,
@@ -77,8 +78,7 @@ class BimanualTask(base.Task):
 
     def __init__(self, mode: str, cameras: Sequence[str], image_size: tuple[int, int], seed: int | None = None):
         super().__init__(random=None)
-        if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
+        check_choice("mode", mode, MODES)
         self.mode = mode
         self.cameras = tuple(cameras)
         self.image_size = (int(image_size[0]), int(image_size[1]))
@@ -252,8 +252,7 @@ class AlohaEnv(control.Environment):
 
         Sizes above the offscreen buffer (at least 480x640) are refused.
         """
-        if camera not in CAMERAS:
-            raise ValueError(f"unknown camera {camera!r}; valid: {', '.join(CAMERAS)}")
+        check_choice("camera", camera, CAMERAS)
         if size is not None:
             vis = self.physics.model.vis.global_
             if not (0 < size[0] <= vis.offheight and 0 < size[1] <= vis.offwidth):

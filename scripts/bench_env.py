@@ -20,8 +20,8 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from envs import make_env
-from envs.demo import DemoRecorder
-from envs.io import write_json
+from envs.demonstration import DemonstrationRecorder
+from common.io import write_json
 
 
 def time_joint_steps(task: str, targets: np.ndarray, object_poses: np.ndarray, steps: int, **env_kwargs) -> dict:
@@ -43,7 +43,7 @@ def time_joint_steps(task: str, targets: np.ndarray, object_poses: np.ndarray, s
 @hydra.main(config_path="../configs", config_name="bench_env", version_base="1.3")
 def main(cfg: DictConfig) -> dict:
     task = cfg.task.name
-    recorder = DemoRecorder(task, cameras=())
+    recorder = DemonstrationRecorder(task, cameras=())
     targets, object_poses, _ = recorder.expert_joint_trajectory(int(cfg.seed))
     size = tuple(cfg.image_size)
     results = {}

@@ -23,7 +23,7 @@ from tqdm import tqdm
 from act.eval.rollout import run_episode
 from act.policy import ACTPolicy
 from envs import make_env
-from envs.io import write_json
+from common.io import write_json
 
 
 class HoldPolicy:

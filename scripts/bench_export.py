@@ -25,7 +25,7 @@ from act.model.checkpoint import load_network
 from act.precision import resolve_precision
 from act.runtime.export import export
 from act.runtime.predictors import EagerPredictor, load_predictor
-from envs.io import write_json
+from common.io import write_json
 
 
 def time_queries(predictor, inputs: list[tuple[np.ndarray, np.ndarray]], warmup: int) -> tuple[list[float], np.ndarray]:

@@ -24,7 +24,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from act.precision import probe_bf16, slowdown_text
 from act.timing import query_fn, random_batch, time_calls, training_step_fn
-from envs.io import write_json
+from common.io import write_json
 
 
 def build_module(cfg: DictConfig):

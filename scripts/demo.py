@@ -30,7 +30,7 @@ from act.eval.run import build_spec, evaluate_and_save, summary_line
 from act.precision import device_type_of, resolve_precision
 from act.train import ConfigError, train
 from envs import make_env
-from envs.io import write_json
+from common.io import write_json
 
 DEMO_KEYS = ("dir", "num_demos", "demo_seed", "record_workers", "eval_episodes", "eval_seed", "eval_workers", "eval_batch_envs",
              "eval_episode_len", "temporal_ensemble_coeff", "n_action_steps", "eval_precision", "num_videos",

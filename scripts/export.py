@@ -18,15 +18,15 @@ import hydra
 import numpy as np
 from omegaconf import DictConfig
 
+from common.checks import check_setting
 from act.model.checkpoint import load_network
 from act.runtime.export import EXPORT_FORMATS, SUFFIXES, example_inputs, export
 from act.runtime.predictors import EagerPredictor, load_predictor
-from envs.io import unwritable_reason
+from common.io import unwritable_reason
 
 
 def check(cfg: DictConfig) -> tuple[Path, Path]:
-    if cfg.format not in EXPORT_FORMATS:
-        raise ValueError(f"format={cfg.format!r} is unknown; valid: {', '.join(EXPORT_FORMATS)}")
+    check_setting("format", cfg.format, EXPORT_FORMATS)
     if cfg.ckpt_path is None:
         raise ValueError("give ckpt_path=<checkpoint written by scripts/train.py>")
     ckpt = Path(cfg.ckpt_path)

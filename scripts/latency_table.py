@@ -19,7 +19,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from act.eval.run import build_spec, evaluate_with_bar
-from envs.io import atomic_path, write_json
+from common.io import atomic_path, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 

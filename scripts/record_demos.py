@@ -15,9 +15,10 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from common.checks import check_choice
 from act.data.record import RecordSettings, describe, record_with_bar
 from envs.constants import RENDER_QUALITIES
-from envs.io import unwritable_reason, write_json
+from common.io import unwritable_reason, write_json
 
 
 def _number(cfg: DictConfig, key: str, kind: type, optional: bool = False):
@@ -56,9 +57,7 @@ def main(cfg: DictConfig) -> None:
     out_dir = Path(hydra.utils.to_absolute_path(cfg.out_dir))
     try:
         settings = settings_from_cfg(cfg)
-        if settings.render_quality not in RENDER_QUALITIES:
-            raise ValueError(f"unknown render_quality {settings.render_quality!r}; "
-                             f"valid: {', '.join(RENDER_QUALITIES)}")
+        check_choice("render_quality", settings.render_quality, RENDER_QUALITIES)
         reason = unwritable_reason(out_dir)
         if reason:
             raise ValueError(f"out_dir {out_dir} is not writable ({reason}); choose another out_dir=<folder>")

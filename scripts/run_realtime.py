@@ -19,12 +19,13 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from common.checks import check_setting
 from act.eval.run import execution_options
 from act.policy import ACTPolicy
 from act.runtime.predictors import artifact_format
 from act.runtime.realtime import Inference, run_episode, summarize_realtime
 from act.runtime.robot import AlohaRobot, SimRobot
-from envs.io import write_json
+from common.io import write_json
 
 ROBOTS = ("sim", "aloha")
 
@@ -42,8 +43,7 @@ def load_driver(spec: str):
 
 
 def build(cfg: DictConfig):
-    if cfg.robot not in ROBOTS:
-        raise ValueError(f"robot={cfg.robot!r} is unknown; valid: {', '.join(ROBOTS)}")
+    check_setting("robot", cfg.robot, ROBOTS)
     if cfg.ckpt_path is None:
         raise ValueError("give ckpt_path=<checkpoint (.ckpt) or exported policy (.pt, .onnx)>")
     artifact_format(cfg.ckpt_path)

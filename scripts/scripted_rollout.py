@@ -15,10 +15,10 @@ import hydra
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from envs.demo import DemoRecorder
-from envs.io import write_json
-from envs.metrics import summarize
-from envs.video import tile, write_mp4
+from envs.demonstration import DemonstrationRecorder
+from common.io import write_json
+from common.metrics import summarize
+from common.video import tile, write_mp4
 
 
 @hydra.main(config_path="../configs", config_name="scripted_rollout", version_base="1.3")
@@ -30,10 +30,10 @@ def main(cfg: DictConfig) -> dict:
     out_dir = Path(cfg.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     task = cfg.task
-    recorder = DemoRecorder(task.name, cameras=(), noise=cfg.noise)
+    recorder = DemonstrationRecorder(task.name, cameras=(), noise=cfg.noise)
     video_recorder = None
     if cfg.num_videos > 0:
-        video_recorder = DemoRecorder(task.name, cameras=task.cameras, image_size=task.image_size,
+        video_recorder = DemonstrationRecorder(task.name, cameras=task.cameras, image_size=task.image_size,
                                       render_quality=task.render_quality, noise=cfg.noise)
 
     episodes, videos = [], []
@@ -47,7 +47,7 @@ def main(cfg: DictConfig) -> dict:
                          "ee_max_reward": episode.ee_max_reward})
         if filmed:
             frames = (tile({cam: episode.images[cam][t] for cam in episode.images}) for t in range(len(episode.qpos)))
-            videos.append(str(write_mp4(out_dir / f"episode_{i}_seed{seed}.mp4", frames)))
+            videos.append(str(write_mp4(out_dir / f"episode_{i}_seed{seed}.mp4", frames, fps=FPS)))
         bar.set_postfix(success=f"{sum(e['success'] for e in episodes)}/{len(episodes)}")
     wall = time.perf_counter() - start
 

@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from envs.io import write_json  # noqa: E402 - after the path set-up
+from common.io import write_json  # noqa: E402 - after the path set-up
 
 
 def parse(argv: list[str]) -> tuple[list[int], Path, list[str]]:

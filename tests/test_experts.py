@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from envs import TASKS
-from envs.demo import DemoRecorder
+from envs.demonstration import DemonstrationRecorder
 from envs.experts import Waypoint, interpolate, make_expert, quat_from_axis_angle, quat_mul
 
 
@@ -34,7 +34,7 @@ def test_unknown_task_and_bad_noise():
 
 @pytest.mark.parametrize("task", TASKS)
 def test_expert_demo_succeeds_in_joint_replay(task):
-    recorder = DemoRecorder(task, cameras=())
+    recorder = DemonstrationRecorder(task, cameras=())
     for seed in (0, 1):
         episode = recorder.record(seed)
         assert episode.ee_max_reward == 4, f"{task} expert failed in the ee env on seed {seed}"
@@ -46,14 +46,14 @@ def test_expert_demo_succeeds_in_joint_replay(task):
 
 
 def test_transfer_cube_passes_the_stages_in_order():
-    episode = DemoRecorder("transfer_cube", cameras=()).record(2)
+    episode = DemonstrationRecorder("transfer_cube", cameras=()).record(2)
     first = [int(np.argmax(episode.rewards >= k)) for k in (1, 2, 3, 4)]
     assert all(episode.rewards.max() >= k for k in (1, 2, 3, 4))
     assert first == sorted(first) and first[0] > 50  # touch, lift, hand over, transfer
 
 
 def test_replay_starts_from_the_ee_episode_object_poses():
-    recorder = DemoRecorder("insertion", cameras=())
+    recorder = DemonstrationRecorder("insertion", cameras=())
     targets, poses, _ = recorder.expert_joint_trajectory(5)
     episode = recorder.replay(targets, poses, seed=5)
     np.testing.assert_allclose(episode.object_poses, poses)
@@ -61,16 +61,16 @@ def test_replay_starts_from_the_ee_episode_object_poses():
 
 
 def test_noise_varies_waypoints_reproducibly():
-    recorder = DemoRecorder("transfer_cube", cameras=(), noise=0.01)
+    recorder = DemonstrationRecorder("transfer_cube", cameras=(), noise=0.01)
     a, _, _ = recorder.expert_joint_trajectory(3)
     b, _, _ = recorder.expert_joint_trajectory(3)
-    nominal, _, _ = DemoRecorder("transfer_cube", cameras=()).expert_joint_trajectory(3)
+    nominal, _, _ = DemonstrationRecorder("transfer_cube", cameras=()).expert_joint_trajectory(3)
     np.testing.assert_array_equal(a, b)
     assert not np.allclose(a, nominal)
 
 
 def test_replay_records_images_for_each_camera():
-    recorder = DemoRecorder("transfer_cube", cameras=["top", "angle"], image_size=(24, 32))
+    recorder = DemonstrationRecorder("transfer_cube", cameras=["top", "angle"], image_size=(24, 32))
     targets, poses, _ = recorder.expert_joint_trajectory(0)
     episode = recorder.replay(targets[:20], poses)
     assert set(episode.images) == {"top", "angle"}

@@ -10,9 +10,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
-from envs.io import write_json
-from envs.metrics import summarize, wilson_interval
-from envs.video import write_mp4
+from common.io import write_json
+from common.metrics import summarize, wilson_interval
+from common.video import write_mp4
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -36,7 +36,7 @@ def test_mp4_round_trip_with_odd_size(tmp_path):
     import imageio.v2 as imageio
 
     frames = [np.full((21, 33, 3), 20 * i, np.uint8) for i in range(6)]
-    path = write_mp4(tmp_path / "clip.mp4", frames)
+    path = write_mp4(tmp_path / "clip.mp4", frames, fps=50)
     read = [f for f in imageio.get_reader(path)]
     assert len(read) == 6 and read[0].shape == (22, 34, 3)
     assert list(tmp_path.iterdir()) == [path]  # no temporary file left behind
@@ -44,7 +44,7 @@ def test_mp4_round_trip_with_odd_size(tmp_path):
 
 def test_failed_write_leaves_nothing(tmp_path):
     with pytest.raises(ValueError):
-        write_mp4(tmp_path / "empty.mp4", [])
+        write_mp4(tmp_path / "empty.mp4", [], fps=50)
     with pytest.raises(TypeError):
         write_json(tmp_path / "m.json", {"x": object()})
     assert list(tmp_path.iterdir()) == []

@@ -8,7 +8,7 @@ import numpy as np
 
 from act.data.episodes import DatasetError, EpisodeIndex
 from act.data.schema import EpisodeFormatError, list_episode_files, read_episode_info, read_frame, read_low_dim
-from envs.video import tile, write_mp4
+from common.video import tile, write_mp4
 
 JOINT_NAMES = [f"{side} {j}" for side in ("left", "right")
                for j in ("waist", "shoulder", "elbow", "forearm roll", "wrist angle", "wrist rotate", "gripper")]

@@ -21,12 +21,13 @@ from typing import Callable
 import h5py
 import numpy as np
 
+from common.checks import check_choice
 from act.data.schema import (COMPRESSIONS, EpisodeFormatError, episode_path, list_episode_files,
                              read_episode_info, write_episode)
 from envs.constants import FPS, TASKS
-from envs.demo import DemoRecorder
+from envs.demonstration import DemonstrationRecorder
 from envs.factory import validate_cameras, validate_image_size
-from envs.io import exit_with_parent
+from common.io import exit_with_parent
 
 log = logging.getLogger(__name__)
 PENDING_SUFFIX = ".pending.hdf5"
@@ -59,12 +60,10 @@ class RecordSettings:
     max_attempts: int | None = None
 
     def __post_init__(self):
-        if self.task not in TASKS:
-            raise ValueError(f"unknown task {self.task!r}; valid: {', '.join(TASKS)}")
+        check_choice("task", self.task, TASKS)
         if self.num_episodes <= 0:
             raise ValueError(f"num_episodes must be positive, got {self.num_episodes}")
-        if self.compression not in COMPRESSIONS:
-            raise ValueError(f"unknown compression {self.compression!r}; valid: {', '.join(COMPRESSIONS)}")
+        check_choice("compression", self.compression, COMPRESSIONS)
         if self.workers < 0:
             raise ValueError(f"workers must be >= 0, got {self.workers}")
         self.cameras = validate_cameras(self.cameras)
@@ -123,7 +122,7 @@ def scan_existing(settings: RecordSettings) -> dict[int, int]:
 
 
 # -- worker side ------------------------------------------------------------------------------
-_RECORDER: DemoRecorder | None = None
+_RECORDER: DemonstrationRecorder | None = None
 _SETTINGS: RecordSettings | None = None
 
 
@@ -137,7 +136,7 @@ def _init_worker(settings: RecordSettings) -> None:
         threads = max(1, (os.cpu_count() or 1) // settings.workers)
         os.environ.setdefault("LP_NUM_THREADS", str(threads))
     _SETTINGS = settings
-    _RECORDER = DemoRecorder(settings.task, cameras=settings.cameras, image_size=settings.image_size,
+    _RECORDER = DemonstrationRecorder(settings.task, cameras=settings.cameras, image_size=settings.image_size,
                              render_quality=settings.render_quality, noise=settings.noise)
 
 

@@ -25,7 +25,8 @@ from typing import Mapping
 import h5py
 import numpy as np
 
-from envs.io import atomic_path
+from common.checks import check_choice
+from common.io import atomic_path
 
 QPOS = "observations/qpos"
 QVEL = "observations/qvel"
@@ -214,8 +215,7 @@ def write_episode(path: Path | str, *, qpos: np.ndarray, action: np.ndarray, ima
         reward: optional (T,) rewards; attrs: extra root attributes (task, seed, ...).
         compression: 'none', 'gzip' or 'lzf' for the image datasets (chunked one frame each).
     """
-    if compression not in COMPRESSIONS:
-        raise ValueError(f"unknown compression {compression!r}; valid: {', '.join(COMPRESSIONS)}")
+    check_choice("compression", compression, COMPRESSIONS)
     path = Path(path)
     steps = len(qpos)
     arrays = {QPOS: qpos, ACTION: action}

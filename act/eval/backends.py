@@ -12,6 +12,7 @@ from typing import Sequence
 import dm_env
 import numpy as np
 
+from common.checks import check_choice
 from envs import make_env
 from envs.constants import EPISODE_LEN
 
@@ -36,8 +37,7 @@ class GymAlohaEnv:
         import gymnasium as gym
         import gym_aloha  # noqa: F401 - registers the environments
 
-        if task not in GYM_IDS:
-            raise ValueError(f"unknown task {task!r}; valid: {', '.join(GYM_IDS)}")
+        check_choice("task", task, GYM_IDS)
         self.episode_len = int(episode_len or GYM_EPISODE_LEN)
         self.env = gym.make(GYM_IDS[task], obs_type="pixels_agent_pos", observation_height=int(image_size[0]),
                             observation_width=int(image_size[1]), max_episode_steps=self.episode_len)
@@ -82,4 +82,5 @@ def make_eval_env(backend: str, task: str, cameras: Sequence[str], image_size: S
         if list(cameras) not in ([], ["top"]):
             raise ValueError(f"the gym_aloha backend renders only the 'top' camera; the policy needs {list(cameras)}")
         return GymAlohaEnv(task, image_size, episode_len)
-    raise ValueError(f"unknown env backend {backend!r}; valid: {', '.join(BACKENDS)}")
+    check_choice("env backend", backend, BACKENDS)
+    raise AssertionError(f"backend {backend!r} is listed but not built")

@@ -12,7 +12,7 @@ import torch
 from act.eval.backends import make_eval_env
 from act.eval.rollout import run_episode
 from act.policy import ACTPolicy
-from envs.metrics import summarize
+from common.metrics import summarize
 
 log = logging.getLogger(__name__)
 

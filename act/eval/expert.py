@@ -6,7 +6,7 @@ from typing import Mapping
 
 import numpy as np
 
-from envs.demo import DemoRecorder
+from envs.demonstration import DemonstrationRecorder
 
 
 class ScriptedReplayPolicy:
@@ -21,7 +21,7 @@ class ScriptedReplayPolicy:
 
     def __init__(self, task: str):
         self.task = task
-        self._recorder = DemoRecorder(task, cameras=())
+        self._recorder = DemonstrationRecorder(task, cameras=())
         self.queries = 0
         self.reset()
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from envs.io import atomic_path
+from common.io import atomic_path
 
 
 def read_csv_metrics(path: str | Path, keys: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -18,10 +18,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from envs.constants import DT
-from envs.io import exit_with_parent
-from envs.metrics import summarize
-from envs.video import overlay_text, write_mp4
+from envs.constants import DT, FPS
+from common.io import exit_with_parent
+from common.metrics import summarize
+from common.video import overlay_text, write_mp4
 
 TICK_MS = 1000.0 * DT  # the 50 Hz control period
 
@@ -123,7 +123,7 @@ def run_episodes(envs: Sequence, policy, seeds: Sequence[int], video_paths: Sequ
             break
     results = []
     for i in range(n):
-        video = str(write_mp4(video_paths[i], frames[i])) if video_paths[i] is not None and frames[i] else None
+        video = str(write_mp4(video_paths[i], frames[i], fps=FPS)) if video_paths[i] is not None and frames[i] else None
         change, jerk = command_smoothness(np.array(commands[i]))
         results.append(EpisodeResult(seed=seeds[i], max_reward=max_reward[i], success=max_reward[i] >= 4,
                                      total_return=float(sum(rewards[i])), steps=len(rewards[i]),

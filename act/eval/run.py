@@ -13,6 +13,7 @@ import torch
 
 from omegaconf import DictConfig, OmegaConf
 
+from common.checks import check_setting
 from act.eval.backends import BACKENDS
 from act.eval.expert import ScriptedReplayPolicy
 from act.eval.rollout import TICK_MS, EvalSpec, evaluate
@@ -22,7 +23,7 @@ from act.runtime.plan import BLENDS
 from act.runtime.predictors import artifact_format
 from envs.constants import CAMERAS, TASKS
 from envs.factory import validate_image_size
-from envs.io import write_json
+from common.io import write_json
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +39,8 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
     if cfg.num_videos < 0:
         raise ValueError(f"num_videos must be >= 0, got {cfg.num_videos}")
     # Checked before any policy or environment is built.
-    if cfg.env.backend not in BACKENDS:
-        raise ValueError(f"env.backend={cfg.env.backend!r} is unknown; valid: {', '.join(BACKENDS)}")
-    if cfg.video_camera not in CAMERAS:
-        raise ValueError(f"video_camera={cfg.video_camera!r} is unknown; valid: {', '.join(CAMERAS)}")
+    check_setting("env.backend", cfg.env.backend, BACKENDS)
+    check_setting("video_camera", cfg.video_camera, CAMERAS)
     try:
         video_size = validate_image_size(cfg.video_size)
     except ValueError:
@@ -109,9 +108,8 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
 def execution_options(cfg: DictConfig) -> dict:
     """The scheduler options of an eval config (blend, asynchronous, threshold, crossfade), checked."""
     blend = cfg.get("blend")
-    if blend is not None and blend not in BLENDS:
-        raise ValueError(f"blend={blend!r} is unknown; valid: {', '.join(BLENDS)} (or null: ensemble with "
-                         f"temporal_ensemble_coeff, else replace)")
+    if blend is not None:
+        check_setting("blend", blend, BLENDS, " (or null: ensemble with temporal_ensemble_coeff, else replace)")
     if blend == "ensemble" and cfg.temporal_ensemble_coeff is None:
         raise ValueError("blend=ensemble needs temporal_ensemble_coeff=<m> (e.g. 0.01)")
     if not isinstance(cfg.get("asynchronous", False), bool):

@@ -18,6 +18,8 @@ import torch.nn.functional as F
 import torchvision
 from torch import nn
 
+from common.checks import check_choice
+
 log = logging.getLogger(__name__)
 
 RESNET18_URL = "https://download.pytorch.org/models/resnet18-f37072fd.pth"
@@ -94,8 +96,7 @@ class ResNetBackbone(nn.Module):
 
     def __init__(self, weights: str | None = None, norm: str = "frozen_bn"):
         super().__init__()
-        if norm not in NORMS:
-            raise ValueError(f"unknown backbone norm {norm!r}; valid: {', '.join(NORMS)}")
+        check_choice("backbone norm", norm, NORMS)
         if norm == "group_norm" and weights is not None:
             raise ValueError("backbone_norm=group_norm trains from random initialisation; pretrained ResNet-18 "
                              "weights come with BatchNorm statistics: use backbone_norm=frozen_bn with them")

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import torch
 
-from envs.io import atomic_path
+from common.checks import check_choice
+from common.io import atomic_path
 from act.runtime.predictors import META_FILE
 
 EXPORT_FORMATS = ("onnx", "torchscript")
@@ -41,8 +42,7 @@ def export_metadata(net, fmt: str) -> str:
 
 def export(net, path: str | Path, fmt: str) -> Path:
     """Write ``net`` (a ``NormalizedACT``, moved to the CPU, fp32, eval mode) to ``path`` atomically."""
-    if fmt not in EXPORT_FORMATS:
-        raise ValueError(f"unknown export format {fmt!r}; valid: {', '.join(EXPORT_FORMATS)}")
+    check_choice("export format", fmt, EXPORT_FORMATS)
     net = net.to("cpu").float().eval()
     inputs = example_inputs(net)  # batch 2: nothing in the graph may specialise on a batch of 1
     meta = export_metadata(net, fmt)

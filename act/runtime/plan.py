@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from common.checks import check_choice
+
 BLENDS = ("replace", "ensemble", "crossfade")
 
 
@@ -34,8 +36,7 @@ class ActionPlan:
 
     def __init__(self, blend: str = "replace", max_chunk: int = 100, coeff: float = 0.01,
                  crossfade_steps: int | None = None):
-        if blend not in BLENDS:
-            raise ValueError(f"unknown blend {blend!r}; valid: {', '.join(BLENDS)}")
+        check_choice("blend", blend, BLENDS)
         if not coeff >= 0:
             raise ValueError(f"temporal_ensemble_coeff must be >= 0, got {coeff}")
         if crossfade_steps is not None and (isinstance(crossfade_steps, bool) or int(crossfade_steps) != crossfade_steps

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from act.runtime.plan import ActionPlan
+from common.checks import check_choice
 
 
 class ChunkScheduler:
@@ -116,9 +117,9 @@ def execution_settings(chunk_size: int, n_action_steps: int | None, temporal_ens
         blend = "ensemble" if temporal_ensemble_coeff is not None else "replace"
     if blend == "ensemble" and temporal_ensemble_coeff is None:
         raise ValueError("blend=ensemble needs a temporal_ensemble_coeff (e.g. 0.01)")
-    default_n = {"replace": k, "ensemble": 1, "crossfade": max(1, k // 2)}.get(blend)
-    if default_n is None:
-        raise ValueError(f"unknown blend {blend!r}; valid: replace, ensemble, crossfade")
+    defaults = {"replace": k, "ensemble": 1, "crossfade": max(1, k // 2)}
+    check_choice("blend", blend, defaults)
+    default_n = defaults[blend]
     n = default_n if n_action_steps is None else n_action_steps
     if isinstance(n, bool) or int(n) != n or not 1 <= int(n) <= k:
         raise ValueError(f"n_action_steps must be in 1..chunk_size={k}, got {n_action_steps}")

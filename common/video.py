@@ -7,8 +7,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from envs.constants import FPS
-from envs.io import atomic_path
+from common.io import atomic_path
 
 
 def tile(images: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -40,7 +39,7 @@ def _even(frame: np.ndarray) -> np.ndarray:
     return frame
 
 
-def write_mp4(path: str | Path, frames: Iterable[np.ndarray], fps: int = FPS) -> Path:
+def write_mp4(path: str | Path, frames: Iterable[np.ndarray], fps: int) -> Path:
     """Encode (H, W, 3) uint8 frames to ``path`` (written atomically); return the path."""
     import imageio.v2 as imageio
 

@@ -18,7 +18,7 @@ from envs.factory import make_env
 
 
 @dataclass
-class DemoEpisode:
+class Demonstration:
     """One replayed demonstration, arrays indexed by control step t = 0..T-1.
 
     ``qpos``/``qvel``/``images`` are observed before ``action[t]`` is applied; ``rewards[t]``
@@ -44,8 +44,8 @@ class DemoEpisode:
         return self.max_reward == 4
 
 
-class DemoRecorder:
-    """Keeps one ee env and one joint env and turns seeds into ``DemoEpisode``s.
+class DemonstrationRecorder:
+    """Keeps one ee env and one joint env and turns seeds into ``Demonstration``s.
 
     Args:
         task: 'transfer_cube' or 'insertion'.
@@ -88,7 +88,7 @@ class DemoRecorder:
         return targets, object_poses, max_reward
 
     def replay(self, targets: np.ndarray, object_poses: np.ndarray, seed: int = -1, ee_max_reward: int = 0,
-               progress=None) -> DemoEpisode:
+               progress=None) -> Demonstration:
         """Pass 2: play ``targets`` (T, 14) in the joint env from ``object_poses``."""
         steps = len(targets)
         qpos, qvel = np.empty((steps, 14), np.float32), np.empty((steps, 14), np.float32)
@@ -105,11 +105,11 @@ class DemoRecorder:
             rewards[t] = ts.reward
             if progress is not None:
                 progress(t)
-        return DemoEpisode(task=self.task, seed=seed, object_poses=np.asarray(object_poses).copy(), qpos=qpos,
+        return Demonstration(task=self.task, seed=seed, object_poses=np.asarray(object_poses).copy(), qpos=qpos,
                            qvel=qvel, action=targets.astype(np.float32), rewards=rewards, images=images,
                            ee_max_reward=ee_max_reward)
 
-    def record(self, seed: int, progress=None) -> DemoEpisode:
+    def record(self, seed: int, progress=None) -> Demonstration:
         """Both passes for one seed."""
         targets, object_poses, ee_max_reward = self.expert_joint_trajectory(seed)
         return self.replay(targets, object_poses, seed=seed, ee_max_reward=ee_max_reward, progress=progress)
