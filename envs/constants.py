@@ -11,6 +11,7 @@ DT = 0.02  # control period (s): 50 Hz
 FPS = 50
 PHYSICS_TIMESTEP = 0.002  # MuJoCo default, Euler; 10 substeps per control step
 EPISODE_LEN = 400  # control steps of a scripted episode, both tasks
+MAX_REWARD = 4  # the last reward stage of both tasks: an episode succeeds when it reaches it
 
 TASKS = ("transfer_cube", "insertion")
 MODES = ("joint", "ee")

@@ -25,8 +25,8 @@ from omegaconf import DictConfig, open_dict
 from act.data.episodes import DatasetError
 from act.budget import estimate_evaluation, estimate_training, minutes
 from act.data.record import RecordSettings, describe, record_with_bar
-from act.eval.plot import plot_run
-from act.eval.run import build_spec, evaluate_and_save, summary_line
+from act.plot import plot_run
+from act.eval.harness import build_spec, evaluate_and_save, summary_line
 from act.precision import device_type_of, resolve_precision
 from act.train import ConfigError, train
 from envs import make_env

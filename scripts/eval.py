@@ -16,7 +16,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from act.eval.run import build_spec, evaluate_and_save, summary_line
+from act.eval.harness import build_spec, evaluate_and_save, summary_line
 
 
 @hydra.main(config_path="../configs", config_name="eval", version_base="1.3")

@@ -18,7 +18,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from act.eval.run import build_spec, evaluate_with_bar
+from act.eval.harness import build_spec, evaluate_with_bar
 from common.io import atomic_path, write_json
 
 ROOT = Path(__file__).resolve().parents[1]

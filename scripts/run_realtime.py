@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from common.checks import check_setting
-from act.eval.run import execution_options
+from act.eval.harness import execution_options
 from act.policy import ACTPolicy
 from act.runtime.predictors import artifact_format
 from act.runtime.realtime import Inference, run_episode, summarize_realtime

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from act.eval.run import latency_ticks
+from act.eval.harness import latency_ticks
 from act.policy import ACTPolicy
 
 

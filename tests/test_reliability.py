@@ -15,7 +15,7 @@ from hydra import compose, initialize_config_dir
 
 from act.callbacks import CheckpointSaveError
 from act.data.record import RecordSettings, record
-from act.eval.run import build_spec
+from act.eval.harness import build_spec
 from act.lit_module import read_checkpoint
 from act.train import ConfigError, train
 from helpers import CONFIGS, make_cfg
@@ -68,7 +68,7 @@ def test_eval_refuses_another_task_unless_asked(tiny_checkpoint, monkeypatch):
     ("env.backend=gym_aloha", "gym-aloha renders 480x640 images; this policy needs \\(32, 32\\)"),
 ])
 def test_eval_settings_are_checked_before_the_policy_is_built(tiny_checkpoint, monkeypatch, override, message):
-    import act.eval.run as run
+    import act.eval.harness as run
 
     def never(*args, **kwargs):
         raise AssertionError("the policy was built before the settings were checked")

@@ -1,4 +1,5 @@
-"""Building an evaluation from its config (used by scripts/eval.py)."""
+"""The evaluation harness: an evaluation built from its config and checked, run with a progress bar,
+saved (metrics.json, wandb) and summarised in one line (used by scripts/eval.py and scripts/demo.py)."""
 
 from __future__ import annotations
 
