@@ -55,6 +55,7 @@ class PrecisionChoice:
     requested: str
     precision: str   # '32-true' or 'bf16-mixed'
     reason: str
+    emulated: bool = False  # bf16-mixed on a device that only emulates bf16 (every step far slower)
 
 
 def _time_matmul(dtype: torch.dtype, repeats: int = 3) -> float:
@@ -109,10 +110,12 @@ def slowdown_text(probe: BF16Probe) -> str:
     return f"bf16 ran {probe.slowdown:.0f}x slower than fp32 in a matmul probe ({probe.detail})"
 
 
-def resolve_precision(requested: str, device: str | torch.device | None = "cpu") -> PrecisionChoice:
+def resolve_precision(requested: str, device: str | torch.device | None = "cpu", *,
+                      warn: bool = True) -> PrecisionChoice:
     """The precision to run with: ``auto`` picks ``bf16-mixed`` where bf16 is native, else
-    ``32-true``. An explicit ``bf16-mixed`` on a device that emulates it is kept, with a warning
-    that gives the measured slowdown. Raises ``ValueError`` for an unknown name."""
+    ``32-true``. An explicit ``bf16-mixed`` on a device that emulates it is kept (``emulated``),
+    with a warning that gives the measured slowdown unless ``warn`` is False (a caller that says
+    so itself). Raises ``ValueError`` for an unknown name."""
     check_choice("precision", requested, PRECISIONS)
     if requested == "32-true":
         return PrecisionChoice(requested, "32-true", "requested")
@@ -122,9 +125,11 @@ def resolve_precision(requested: str, device: str | torch.device | None = "cpu")
             return PrecisionChoice(requested, "bf16-mixed", f"bf16 is native here ({probe.detail})")
         return PrecisionChoice(requested, "32-true", f"bf16 is not native here ({probe.detail})")
     if not probe.native:
-        warnings.warn(f"precision bf16-mixed on a device without native bf16: {slowdown_text(probe)}; every step "
-                      f"will be about that much slower. Use precision=auto (here: 32-true).", stacklevel=2)
-        return PrecisionChoice(requested, "bf16-mixed", f"requested, but emulated: {slowdown_text(probe)}")
+        if warn:
+            warnings.warn(f"precision bf16-mixed on a device without native bf16: {slowdown_text(probe)}; every "
+                          f"step will be about that much slower. Use precision=auto (here: 32-true).", stacklevel=2)
+        return PrecisionChoice(requested, "bf16-mixed", f"requested, but emulated: {slowdown_text(probe)}",
+                               emulated=True)
     return PrecisionChoice(requested, "bf16-mixed", f"requested; bf16 is native here ({probe.detail})")
 
 

@@ -19,10 +19,12 @@ def wilson_interval(successes: int, trials: int, z: float = 1.959964) -> tuple[f
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def summarize(max_rewards: Sequence[int], max_reward: int = 4) -> dict:
+def summarize(max_rewards: Sequence[int], max_reward: int) -> dict:
     """Success rate (max reward == ``max_reward``) with its 95% Wilson interval, and per-stage rates.
 
-    ``stage_rates[str(k)]`` is the share of episodes whose max reward reached at least k.
+    ``max_reward`` is the task's last reward stage (``envs.constants.MAX_REWARD``), passed in because
+    this package sits below ``envs`` and imports nothing from it. ``stage_rates[str(k)]`` is the share
+    of episodes whose max reward reached at least k, for k = 1 .. ``max_reward``.
     """
     rewards = np.asarray(max_rewards, dtype=np.int64)
     n = int(rewards.size)

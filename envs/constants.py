@@ -1,15 +1,14 @@
 """Fixed numbers of the simulated ALOHA: timing, start pose, gripper scaling, names.
 
-Values follow the ACT paper's sim setup (see shared/ACT_FACTS.md); nothing here imports MuJoCo.
+Values follow the simulated tasks of the ACT paper (Zhao et al. 2023, "Learning Fine-Grained Bimanual
+Manipulation with Low-Cost Hardware": 50 Hz control, scripted demonstrations); nothing here imports MuJoCo.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-DT = 0.02  # control period (s): 50 Hz
-FPS = 50
-PHYSICS_TIMESTEP = 0.002  # MuJoCo default, Euler; 10 substeps per control step
+from common.aloha import DT, FPS, STATE_DIM  # noqa: F401 - the robot's interface, for the sim's modules
 EPISODE_LEN = 400  # control steps of a scripted episode, both tasks
 MAX_REWARD = 4  # the last reward stage of both tasks: an episode succeeds when it reaches it
 
@@ -23,6 +22,10 @@ ARM_JOINTS = ("waist", "shoulder", "elbow", "forearm_roll", "wrist_angle", "wris
 START_ARM_POSE = np.array([0.0, -0.96, 1.16, 0.0, -0.3, 0.0])
 START_FINGER_POS = 0.02239  # metres, left finger; the right finger mirrors it
 
+# Finger geoms of both scenes: the reward stages are scored from their contacts.
+LEFT_FINGER = "vx300s_left/10_left_gripper_finger"
+RIGHT_FINGER = "vx300s_right/10_right_gripper_finger"
+
 # Puppet finger slide positions (m) that map to the normalised gripper range [0 closed, 1 open].
 GRIPPER_OPEN = 0.05800
 GRIPPER_CLOSE = 0.01844
@@ -32,8 +35,7 @@ INIT_MOCAP_POS_LEFT = np.array([-0.31718881, 0.5, 0.29525084])
 INIT_MOCAP_POS_RIGHT = np.array([0.31718881, 0.49999888, 0.29525084])
 INIT_MOCAP_QUAT = np.array([1.0, 0.0, 0.0, 0.0])
 
-STATE_DIM = 14  # [left arm 6, left gripper, right arm 6, right gripper]
-JOINT_ACTION_DIM = 14
+JOINT_ACTION_DIM = STATE_DIM
 EE_ACTION_DIM = 16  # per arm [x, y, z, qw, qx, qy, qz, gripper]
 
 

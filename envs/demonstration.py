@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from envs.constants import MAX_REWARD
 from envs.experts import make_expert
 from envs.factory import make_env
 
@@ -41,7 +42,7 @@ class Demonstration:
 
     @property
     def success(self) -> bool:
-        return self.max_reward == 4
+        return self.max_reward == MAX_REWARD
 
 
 class DemonstrationRecorder:

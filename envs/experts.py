@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from common.checks import check_choice
-from envs.constants import EPISODE_LEN, INIT_MOCAP_QUAT
+from envs.constants import INIT_MOCAP_QUAT
 
 # Mocap orientation with both grippers level and facing the middle of the table (the welds
 # carry the right arm's 180-degree yaw). Waypoint orientations are built from it.
@@ -120,8 +120,6 @@ class ScriptedExpert:
 class TransferCubeExpert(ScriptedExpert):
     """Right arm grasps the cube from above, lifts it to the middle; left arm takes it over."""
 
-    episode_len = EPISODE_LEN
-
     def plan(self, env_state, mocap_left, mocap_right):
         cube = np.asarray(env_state[:3])
         left_xyz, left_start = np.asarray(mocap_left[:3]), np.asarray(mocap_left[3:])
@@ -162,8 +160,6 @@ INSERTED_GAP = 0.095
 
 class InsertionExpert(ScriptedExpert):
     """Left arm grasps the socket, right arm the peg; both lift and push the peg into the socket."""
-
-    episode_len = EPISODE_LEN
 
     def plan(self, env_state, mocap_left, mocap_right):
         peg, socket = np.asarray(env_state[:3]), np.asarray(env_state[7:10])

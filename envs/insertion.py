@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from envs.constants import LEFT_FINGER, MAX_REWARD, RIGHT_FINGER
 from envs.task import BimanualTask
 
 PEG_X_RANGE = (0.1, 0.2)
@@ -11,8 +12,6 @@ SOCKET_X_RANGE = (-0.2, -0.1)
 Y_RANGE = (0.4, 0.6)
 OBJECT_Z = 0.05
 
-LEFT_FINGER = "vx300s_left/10_left_gripper_finger"
-RIGHT_FINGER = "vx300s_right/10_right_gripper_finger"
 SOCKET_GEOMS = ("socket-1", "socket-2", "socket-3", "socket-4")
 
 
@@ -47,5 +46,5 @@ class InsertionTask(BimanualTask):
         if peg_touches_socket and in_air:
             reward = 3
         if touching("red_peg", "pin"):
-            reward = 4
+            reward = MAX_REWARD
         return reward

@@ -22,6 +22,7 @@ from envs.constants import (
     DT,
     EE_ACTION_DIM,
     JOINT_ACTION_DIM,
+    MAX_REWARD,
     MODES,
     START_ARM_POSE,
     START_FINGER_POS,
@@ -74,7 +75,7 @@ class BimanualTask(base.Task):
 
     name: str = ""
     object_joints: tuple[str, ...] = ()
-    max_reward: int = 4
+    max_reward: int = MAX_REWARD
 
     def __init__(self, mode: str, cameras: Sequence[str], image_size: tuple[int, int], seed: int | None = None):
         super().__init__(random=None)

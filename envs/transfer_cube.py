@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from envs.constants import LEFT_FINGER, MAX_REWARD, RIGHT_FINGER
 from envs.task import BimanualTask
 
 CUBE_X_RANGE = (0.0, 0.2)
 CUBE_Y_RANGE = (0.4, 0.6)
 CUBE_Z = 0.05
-
-LEFT_FINGER = "vx300s_left/10_left_gripper_finger"
-RIGHT_FINGER = "vx300s_right/10_right_gripper_finger"
 
 
 class TransferCubeTask(BimanualTask):
@@ -39,5 +37,5 @@ class TransferCubeTask(BimanualTask):
         if touch_left:
             reward = 3
         if touch_left and not on_table:
-            reward = 4
+            reward = MAX_REWARD
         return reward

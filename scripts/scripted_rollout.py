@@ -15,10 +15,11 @@ import hydra
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from envs.demonstration import DemonstrationRecorder
 from common.io import write_json
 from common.metrics import summarize
 from common.video import tile, write_mp4
+from envs.constants import FPS, MAX_REWARD
+from envs.demonstration import DemonstrationRecorder
 
 
 @hydra.main(config_path="../configs", config_name="scripted_rollout", version_base="1.3")
@@ -51,8 +52,8 @@ def main(cfg: DictConfig) -> dict:
         bar.set_postfix(success=f"{sum(e['success'] for e in episodes)}/{len(episodes)}")
     wall = time.perf_counter() - start
 
-    metrics = {"task": task.name, **summarize([e["max_reward"] for e in episodes]),
-               "ee_success_rate": sum(e["ee_max_reward"] == 4 for e in episodes) / len(episodes),
+    metrics = {"task": task.name, **summarize([e["max_reward"] for e in episodes], MAX_REWARD),
+               "ee_success_rate": sum(e["ee_max_reward"] == MAX_REWARD for e in episodes) / len(episodes),
                "seeds": [e["seed"] for e in episodes], "noise": float(cfg.noise),
                "wall_time_s": wall, "episodes_per_min": 60.0 * len(episodes) / wall,
                "episodes": episodes, "videos": videos}

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from envs import TASKS
+from envs.constants import MAX_REWARD
 from envs.demonstration import DemonstrationRecorder
 from envs.experts import Waypoint, interpolate, make_expert, quat_from_axis_angle, quat_mul
 
@@ -37,7 +38,7 @@ def test_expert_demo_succeeds_in_joint_replay(task):
     recorder = DemonstrationRecorder(task, cameras=())
     for seed in (0, 1):
         episode = recorder.record(seed)
-        assert episode.ee_max_reward == 4, f"{task} expert failed in the ee env on seed {seed}"
+        assert episode.ee_max_reward == MAX_REWARD, f"{task} expert failed in the ee env on seed {seed}"
         assert episode.success, f"{task} joint replay failed on seed {seed} (max reward {episode.max_reward})"
         assert episode.qpos.shape == episode.action.shape == (400, 14)
         assert episode.qpos.dtype == np.float32 and episode.rewards.shape == (400,)

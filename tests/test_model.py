@@ -1,4 +1,5 @@
-"""The ACT network, its parts and its loss: worked examples from ACT_FACTS.md and property tests.
+"""The ACT network (the ACT paper, Zhao et al. 2023: a CVAE with a transformer encoder-decoder),
+its parts and its loss (L1 reconstruction plus beta-weighted KL): hand-worked examples and property tests.
 
 Every model here is tiny (hidden 32, 2 heads, 64x96 images -> a 2x3 feature map) so the file runs
 in seconds on a 2-core CPU.

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
@@ -37,6 +38,17 @@ def test_explicit_bf16_on_an_emulating_cpu_runs_with_the_measured_slowdown(probe
     with pytest.warns(UserWarning, match=r"300x slower than fp32.*precision=auto"):
         choice = resolve_precision("bf16-mixed", "cpu")
     assert choice.precision == "bf16-mixed" and "emulated" in choice.reason
+
+
+def test_a_caller_that_reports_emulation_itself_is_told_without_a_warning(probe_says):
+    probe_says(EMULATED)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        choice = resolve_precision("bf16-mixed", "cpu", warn=False)
+    assert choice.precision == "bf16-mixed" and choice.emulated
+    assert not resolve_precision("auto", "cpu").emulated
+    probe_says(NATIVE)
+    assert not resolve_precision("bf16-mixed", "cpu").emulated
 
 
 def test_explicit_fp32_needs_no_probe(monkeypatch):

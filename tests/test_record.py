@@ -8,7 +8,7 @@ import pytest
 
 from act.data.episodes import EpisodeIndex
 from act.data.inspect import export_episode, format_summary, summary, validate
-from act.data.record import RecordSettings, record
+from act.data.record import RecordSettings, record, record_with_bar
 from act.data.schema import list_episode_files, write_episode
 
 
@@ -31,6 +31,14 @@ def test_record_then_resume_keeps_existing_episodes(tmp_path):
     assert attrs["cameras"] == ["top"] and attrs["sim"] is True
     assert index.image_shape == (24, 32, 3) and list(index.lengths) == [400, 400, 400]
     assert record(settings(tmp_path, 3)).attempts == 0  # nothing left to do
+
+
+def test_progress_bar_counts_episodes_on_disk_and_failed_seeds(tmp_path, capsys):
+    result = record_with_bar(settings(tmp_path, 1))
+    bar = capsys.readouterr().err.replace("\r", "\n").splitlines()[-1]
+    assert result.recorded == 1
+    assert bar.startswith("record transfer_cube: 100%") and "1/1" in bar
+    assert "failed=0/1, seed=0" in bar  # tqdm sorts the postfix keys
 
 
 def test_interrupted_run_leaves_only_complete_episodes_and_resumes(tmp_path):

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from envs import make_env
+from envs.constants import LEFT_FINGER, RIGHT_FINGER
 from envs.insertion import InsertionTask
-from envs.transfer_cube import LEFT_FINGER, RIGHT_FINGER, TransferCubeTask
+from envs.transfer_cube import TransferCubeTask
 
 
 def _touching(*pairs):

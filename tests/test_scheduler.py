@@ -68,7 +68,8 @@ def test_sync_ensembling_is_the_zero_delay_case(n, coeff):
 
 
 def test_worked_example_through_the_plan():
-    # Predictions 2 (older) and 4 (newer) for one tick, m = ln 2 -> 8/3 (ACT_FACTS worked example).
+    # Predictions 2 (older) and 4 (newer) for one tick, m = ln 2: the ACT paper's temporal ensemble
+    # weights exp(-m i), i = 0 the oldest, give (2 * 1 + 4 * 1/2) / (1 + 1/2) = 8/3.
     plan = ActionPlan("ensemble", 2, coeff=np.log(2))
     plan.add(np.array([[0.0], [2.0]]), 0, 0)
     plan.pop(0)

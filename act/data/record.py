@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import collections
 import logging
-import multiprocessing
 import os
 import time
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -21,13 +20,14 @@ from typing import Callable
 import h5py
 import numpy as np
 
-from common.checks import check_choice
 from act.data.schema import (COMPRESSIONS, EpisodeFormatError, episode_path, list_episode_files,
                              read_episode_info, write_episode)
+from common.checks import check_choice
+from common.pool import worker_pool
+from common.progress import EpisodeBar
 from envs.constants import FPS, TASKS
 from envs.demonstration import DemonstrationRecorder
 from envs.factory import validate_cameras, validate_image_size
-from common.io import exit_with_parent
 
 log = logging.getLogger(__name__)
 PENDING_SUFFIX = ".pending.hdf5"
@@ -126,14 +126,13 @@ _RECORDER: DemonstrationRecorder | None = None
 _SETTINGS: RecordSettings | None = None
 
 
-def _init_worker(settings: RecordSettings) -> None:
+def _init_worker(settings: RecordSettings, threads: int | None) -> None:
+    """Build this process's recorder; ``threads``: its share of the cores in a pool, None inline."""
     global _RECORDER, _SETTINGS
-    if settings.workers > 1:
-        exit_with_parent()  # a killed recording leaves no worker behind
+    if threads is not None:
         # Mesa's software rasteriser starts one thread per core in every process; with one
         # process per core, single-threaded rendering avoids oversubscription (about 15% faster
         # at 480x640 on 2 cores). Must be set before the first GL context of this process.
-        threads = max(1, (os.cpu_count() or 1) // settings.workers)
         os.environ.setdefault("LP_NUM_THREADS", str(threads))
     _SETTINGS = settings
     _RECORDER = DemonstrationRecorder(settings.task, cameras=settings.cameras, image_size=settings.image_size,
@@ -156,18 +155,6 @@ def _record_seed(seed: int) -> dict:
                       images=episode.images, reward=episode.rewards, attrs=attrs, compression=s.compression)
     return {"seed": seed, "success": episode.success, "max_reward": episode.max_reward,
             "pending": str(pending) if pending else None, "seconds": time.perf_counter() - start}
-
-
-class _InlineExecutor:
-    """The executor interface, run in this process (workers <= 1)."""
-
-    def submit(self, fn, *args) -> Future:
-        future: Future = Future()
-        future.set_result(fn(*args))
-        return future
-
-    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
-        pass
 
 
 # -- main side --------------------------------------------------------------------------------
@@ -194,35 +181,29 @@ def record(settings: RecordSettings, progress: Callable[[dict, int], None] | Non
                 yield seed
             seed += 1
 
-    if settings.workers <= 1:
-        _init_worker(settings)
-        executor = _InlineExecutor()
-    else:
-        executor = ProcessPoolExecutor(max_workers=settings.workers, mp_context=multiprocessing.get_context("spawn"),
-                                       initializer=_init_worker, initargs=(settings,))
     window = 2 * max(1, settings.workers)
     inflight: collections.deque[Future] = collections.deque()
     seed_iter = seeds()
     try:
-        while missing:
-            while len(inflight) < window and len(inflight) < len(missing):
-                if result.attempts >= settings.max_attempts:
-                    break
-                inflight.append(executor.submit(_record_seed, next(seed_iter)))
-                result.attempts += 1
-            if not inflight:
-                raise RuntimeError(f"the {settings.task} expert succeeded on only {result.recorded} of "
-                                   f"{result.attempts} seeds; stopped at max_attempts={settings.max_attempts}")
-            outcome = inflight.popleft().result()  # in seed order: episode numbers follow seeds
-            if outcome["pending"]:
-                os.replace(outcome["pending"], episode_path(settings.out_dir, missing.pop(0)))
-                result.recorded += 1
-            else:
-                result.failures.append(outcome["seed"])
-            if progress is not None:
-                progress(outcome, settings.num_episodes - len(missing))
+        with worker_pool(settings.workers, _init_worker, settings) as executor:
+            while missing:
+                while len(inflight) < window and len(inflight) < len(missing):
+                    if result.attempts >= settings.max_attempts:
+                        break
+                    inflight.append(executor.submit(_record_seed, next(seed_iter)))
+                    result.attempts += 1
+                if not inflight:
+                    raise RuntimeError(f"the {settings.task} expert succeeded on only {result.recorded} of "
+                                       f"{result.attempts} seeds; stopped at max_attempts={settings.max_attempts}")
+                outcome = inflight.popleft().result()  # in seed order: episode numbers follow seeds
+                if outcome["pending"]:
+                    os.replace(outcome["pending"], episode_path(settings.out_dir, missing.pop(0)))
+                    result.recorded += 1
+                else:
+                    result.failures.append(outcome["seed"])
+                if progress is not None:
+                    progress(outcome, settings.num_episodes - len(missing))
     finally:
-        executor.shutdown(wait=True, cancel_futures=True)
         remove_leftovers(settings.out_dir)  # successes beyond the target, or work cut short
         result.wall_time_s = time.perf_counter() - start
     return result
@@ -230,25 +211,18 @@ def record(settings: RecordSettings, progress: Callable[[dict, int], None] | Non
 
 def record_with_bar(settings: RecordSettings) -> RecordResult:
     """``record`` with a progress bar of the episodes on disk (seeds tried and failed alongside)."""
-    from tqdm import tqdm
-
     existing = scan_existing(settings)  # a folder it must refuse fails before the bar is drawn
-    bar = tqdm(total=settings.num_episodes, desc=f"record {settings.task}", unit="ep")
     tried = failed = 0
+    with EpisodeBar(settings.num_episodes, f"record {settings.task}") as bar:
 
-    def progress(outcome: dict, on_disk: int) -> None:
-        nonlocal tried, failed
-        tried += 1
-        failed += not outcome["success"]
-        bar.n = on_disk
-        bar.set_postfix(seed=outcome["seed"], failed=f"{failed}/{tried}")
-        bar.refresh()
+        def progress(outcome: dict, on_disk: int) -> None:
+            nonlocal tried, failed
+            tried += 1
+            failed += not outcome["success"]
+            bar.show(on_disk, seed=outcome["seed"], failed=f"{failed}/{tried}")
 
-    try:
         result = record(settings, progress, existing)
-        bar.n = settings.num_episodes
-    finally:
-        bar.close()
+        bar.show(settings.num_episodes)
     return result
 
 

@@ -75,11 +75,6 @@ class EpisodeInfo:
     jpeg: bool = False
     attrs: dict = field(default_factory=dict)
 
-    @property
-    def index(self) -> int:
-        match = EPISODE_PATTERN.match(self.path.name)
-        return int(match.group(1)) if match else -1
-
 
 def _is_jpeg(root: h5py.File, dataset: h5py.Dataset) -> bool:
     return bool(dataset.attrs.get("compress", root.attrs.get("compress", False))) and dataset.ndim == 2

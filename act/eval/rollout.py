@@ -8,20 +8,18 @@ and ``select_action(observation)`` works; ``ACTPolicy`` also batches (``select_a
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
-from envs.constants import DT, FPS
-from common.io import exit_with_parent
+from act.eval.backends import make_eval_env
 from common.metrics import summarize
+from common.pool import worker_pool
 from common.video import overlay_text, write_mp4
+from envs.constants import DT, FPS, MAX_REWARD
 
 TICK_MS = 1000.0 * DT  # the 50 Hz control period
 
@@ -52,6 +50,35 @@ def command_smoothness(commands: np.ndarray) -> tuple[float | None, float | None
     return change, jerk
 
 
+@dataclass
+class _Running:
+    """One episode of ``run_episodes`` while it runs: its env, latest time step, and all it has gathered."""
+
+    env: object
+    seed: int
+    video_path: str | Path | None
+    timestep: object = None  # the env's latest dm_env.TimeStep
+    live: bool = True
+    rewards: list[int] = field(default_factory=list)
+    query_ms: list[float] = field(default_factory=list)
+    step_ms: list[float] = field(default_factory=list)
+    frames: list[np.ndarray] = field(default_factory=list)  # (h, w, 3) uint8 video frames, if recording
+    commands: list[np.ndarray] = field(default_factory=list)  # (A,) float64 commands sent, one per tick
+    jumps: list[float] = field(default_factory=list)  # ||a_t - a_{t-1}|| where a new chunk took over
+    held: int = 0  # ticks without a fresh planned action
+    max_reward: int = 0
+
+    def result(self) -> EpisodeResult:
+        """The finished episode, its video written if one was asked for."""
+        video = (str(write_mp4(self.video_path, self.frames, fps=FPS))
+                 if self.video_path is not None and self.frames else None)
+        change, jerk = command_smoothness(np.array(self.commands))
+        return EpisodeResult(seed=self.seed, max_reward=self.max_reward, success=self.max_reward >= MAX_REWARD,
+                             total_return=float(sum(self.rewards)), steps=len(self.rewards), query_ms=self.query_ms,
+                             step_ms=self.step_ms, video=video, held_ticks=self.held, action_jerk=jerk,
+                             step_change=change, switch_jumps=self.jumps)
+
+
 def run_episode(env, policy, seed: int, video_path: str | Path | None = None, video_camera: str = "top",
                 video_size: Sequence[int] = (240, 320)) -> EpisodeResult:
     """One closed-loop episode from ``env.reset(seed=seed)`` until the env's last step."""
@@ -70,6 +97,8 @@ def run_episodes(envs: Sequence, policy, seeds: Sequence[int], video_paths: Sequ
     if n != len(seeds) or n == 0:
         raise ValueError(f"need one seed per env, got {n} envs and {len(seeds)} seeds")
     video_paths = list(video_paths) if video_paths is not None else [None] * n
+    if len(video_paths) != n:
+        raise ValueError(f"need one video path (or None) per env, got {len(video_paths)} for {n} envs")
     if hasattr(policy, "select_actions"):
         policy.reset(n)
         select = policy.select_actions
@@ -80,56 +109,41 @@ def run_episodes(envs: Sequence, policy, seeds: Sequence[int], video_paths: Sequ
             return [policy.select_action(observations[0])]
     else:
         raise ValueError(f"{type(policy).__name__} has no select_actions: it runs one env at a time")
-    steps = [env.reset(seed=seed) for env, seed in zip(envs, seeds)]
-    live = [True] * n
-    rewards: list[list[int]] = [[] for _ in range(n)]
-    query_ms: list[list[float]] = [[] for _ in range(n)]
-    step_ms: list[list[float]] = [[] for _ in range(n)]
-    frames: list[list[np.ndarray]] = [[] for _ in range(n)]
-    commands: list[list[np.ndarray]] = [[] for _ in range(n)]
-    held = [0] * n
-    jumps: list[list[float]] = [[] for _ in range(n)]
-    max_reward = [0] * n
+    episodes = [_Running(env, seed, path) for env, seed, path in zip(envs, seeds, video_paths)]
+    for episode in episodes:
+        episode.timestep = episode.env.reset(seed=episode.seed)
     for t in range(max(env.episode_len for env in envs)):
         queries = getattr(policy, "queries", 0)
         start = time.perf_counter()
-        actions = select([ts.observation if alive else None for ts, alive in zip(steps, live)])
+        actions = select([e.timestep.observation if e.live else None for e in episodes])
         elapsed = 1000.0 * (time.perf_counter() - start)
         queried = getattr(policy, "queries", 0) != queries
-        for i in range(n):
-            if not live[i]:
+        for i, e in enumerate(episodes):
+            if not e.live:
                 continue
-            step_ms[i].append(elapsed)
+            e.step_ms.append(elapsed)
             if queried:
-                query_ms[i].append(elapsed)
+                e.query_ms.append(elapsed)
             command = np.asarray(actions[i], dtype=np.float64)
             fresh = getattr(policy, "last_fresh", None)  # the scheduler's view (ACTPolicy), if any
             if fresh is not None and fresh[i] is False:
-                held[i] += 1
-            if fresh is not None and policy.last_switch[i] and commands[i]:
-                jumps[i].append(float(np.linalg.norm(command - commands[i][-1])))
-            commands[i].append(command)
-            steps[i] = envs[i].step(actions[i])
-            reward = int(steps[i].reward or 0)
-            rewards[i].append(reward)
-            max_reward[i] = max(max_reward[i], reward)
-            if video_paths[i] is not None:
-                frame = envs[i].render(video_camera, video_size)
-                frames[i].append(overlay_text(frame, [f"seed {seeds[i]}  t={t + 1}  reward {reward}  "
-                                                      f"max {max_reward[i]}/4"]))
-            if steps[i].last():
-                live[i] = False
-        if not any(live):
+                e.held += 1
+            if fresh is not None and policy.last_switch[i] and e.commands:
+                e.jumps.append(float(np.linalg.norm(command - e.commands[-1])))
+            e.commands.append(command)
+            e.timestep = e.env.step(actions[i])
+            reward = int(e.timestep.reward or 0)
+            e.rewards.append(reward)
+            e.max_reward = max(e.max_reward, reward)
+            if e.video_path is not None:
+                frame = e.env.render(video_camera, video_size)
+                e.frames.append(overlay_text(frame, [f"seed {e.seed}  t={t + 1}  reward {reward}  "
+                                                     f"max {e.max_reward}/{MAX_REWARD}"]))
+            if e.timestep.last():
+                e.live = False
+        if not any(e.live for e in episodes):
             break
-    results = []
-    for i in range(n):
-        video = str(write_mp4(video_paths[i], frames[i], fps=FPS)) if video_paths[i] is not None and frames[i] else None
-        change, jerk = command_smoothness(np.array(commands[i]))
-        results.append(EpisodeResult(seed=seeds[i], max_reward=max_reward[i], success=max_reward[i] >= 4,
-                                     total_return=float(sum(rewards[i])), steps=len(rewards[i]),
-                                     query_ms=query_ms[i], step_ms=step_ms[i], video=video, held_ticks=held[i],
-                                     action_jerk=jerk, step_change=change, switch_jumps=jumps[i]))
-    return results
+    return [e.result() for e in episodes]
 
 
 @dataclass
@@ -159,13 +173,11 @@ _WORKER: dict = {}
 
 
 def _init_worker(spec: EvalSpec, threads: int | None) -> None:
+    """Build this process's envs and policy; ``threads``: its share of the cores in a pool, None inline."""
     if threads is not None:  # a pool worker
-        import torch
+        import torch  # here, not at the top: this module (and an expert's evaluation) stays torch-free
 
-        exit_with_parent()  # a killed evaluation leaves no worker behind
         torch.set_num_threads(threads)
-    from act.eval.backends import make_eval_env
-
     _WORKER["envs"] = [make_eval_env(spec.backend, spec.task, spec.cameras, spec.image_size, spec.render_quality,
                                      spec.episode_len) for _ in range(spec.batch_envs)]
     _WORKER["policy"] = spec.make_policy()
@@ -194,24 +206,12 @@ def evaluate(spec: EvalSpec, progress: Callable[[EpisodeResult, list[EpisodeResu
     results: list[EpisodeResult] = []
     indices = list(range(len(spec.seeds)))
     groups = [indices[i:i + spec.batch_envs] for i in range(0, len(indices), spec.batch_envs)]
-    if spec.workers <= 1:
-        _init_worker(spec, None)
-        outcomes = map(_run_group, groups)
-        executor = None
-    else:
-        threads = max(1, (os.cpu_count() or 1) // spec.workers)
-        executor = ProcessPoolExecutor(spec.workers, mp_context=multiprocessing.get_context("spawn"),
-                                       initializer=_init_worker, initargs=(spec, threads))
-        outcomes = executor.map(_run_group, groups)
-    try:
-        for group in outcomes:
+    with worker_pool(spec.workers, _init_worker, spec) as executor:
+        for group in executor.map(_run_group, groups):
             for result in group:
                 results.append(result)
                 if progress is not None:
                     progress(result, results)
-    finally:
-        if executor is not None:
-            executor.shutdown(cancel_futures=True)
     return episode_metrics(results, time.perf_counter() - start)
 
 
@@ -226,7 +226,7 @@ def episode_metrics(results: list[EpisodeResult], wall_time_s: float) -> dict:
         values = [v for v in values if v is not None]
         return float(np.mean(values)) if values else None
 
-    metrics = summarize([r.max_reward for r in results])
+    metrics = summarize([r.max_reward for r in results], max_reward=MAX_REWARD)
     metrics.update({
         "mean_return": float(np.mean([r.total_return for r in results])),
         "latency_ms_per_query": {"median": float(np.median(query_ms)) if query_ms.size else None,

@@ -23,8 +23,9 @@ NUM_EXTRA_TOKENS = 2  # latent token and joint-state token, ahead of the image t
 
 @dataclass
 class ACTConfig:
-    """Network sizes; defaults are the paper's (except dec_layers = 1, see ACT_FACTS: the public
-    code's 7-layer decoder used only its first layer).
+    """Network sizes; defaults are the ACT paper's hyperparameter table (appendix), except
+    dec_layers = 1: the table lists 7 decoder layers, of which the authors' public code used only
+    the first, so 1 is the effective depth.
 
     Attributes:
         state_dim: qpos size (14 for two ALOHA arms). action_dim: action size.

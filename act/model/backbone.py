@@ -27,7 +27,6 @@ RESNET18_FILE = "resnet18-f37072fd.pth"
 FEATURE_CHANNELS = 512  # layer4 of ResNet-18
 NORMS = ("frozen_bn", "group_norm")
 GROUP_CHANNELS = 16  # GroupNorm: channels per group
-STRIDE = 32  # total downsampling of layer4 relative to the input image
 
 
 class FrozenBatchNorm2d(nn.Module):
@@ -91,8 +90,6 @@ class ResNetBackbone(nn.Module):
             path of a local ResNet-18 state dict file. See ``load_backbone_weights``.
         norm: ``frozen_bn`` (the paper) or ``group_norm`` (trainable, random initialisation only).
     """
-
-    num_channels = FEATURE_CHANNELS
 
     def __init__(self, weights: str | None = None, norm: str = "frozen_bn"):
         super().__init__()

@@ -4,8 +4,8 @@ A chunk predicted from the observation of tick s holds the actions for ticks s, 
 it arrives at tick t >= s its first t - s actions are in the past and are skipped (latency
 compensation). Where it overlaps the plan still pending, the two are blended:
 
-- ``replace``: the new chunk's actions replace the pending ones (chunked execution, paper Sec. 3.3);
-- ``ensemble``: temporal ensembling by absolute tick (paper Sec. 3.3, "Temporal Ensemble"): every
+- ``replace``: the new chunk's actions replace the pending ones (the ACT paper's chunked execution);
+- ``ensemble``: temporal ensembling by absolute tick (the ACT paper's "Temporal Ensemble"): every
   prediction for a tick is averaged with weights exp(-m * i), i = 0 the oldest;
 - ``crossfade``: the plan moves linearly from the pending actions to the new ones over
   ``crossfade_steps`` ticks (the whole overlap when None), then follows the new chunk alone.

@@ -13,7 +13,7 @@ from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 
-STATE_DIM = 14
+from common.aloha import STATE_DIM
 
 
 class Robot(Protocol):
@@ -43,7 +43,7 @@ def check_action(action, dim: int = STATE_DIM) -> np.ndarray:
 class SimRobot:
     """The MuJoCo joint env as a robot whose physics keeps wall-clock time: each tick is 20 ms of
     simulation, and the ticks a late loop missed are simulated with the arm holding its last
-    command, as a real arm would. Tracks the reward (0..4) for the success rate.
+    command, as a real arm would. Tracks the reward stage for the success rate (the task's last stage).
 
     Args:
         env: an env with ``reset(seed)``, ``step(action)`` -> dm_env TimeStep, ``episode_len``
@@ -92,7 +92,7 @@ class SimRobot:
 
     @property
     def success(self) -> bool:
-        return self.max_reward >= 4
+        return self.max_reward >= self.env.task.max_reward
 
 
 class AlohaRobot:

@@ -1,0 +1,33 @@
+"""The progress bar of a run of episodes (recording, evaluation): episodes done, a running count beside.
+
+    with EpisodeBar(len(seeds), "eval transfer_cube") as bar:
+        bar.show(4, success="3/4")   # eval transfer_cube:  40%|####  | 4/10 [..., success=3/4]
+"""
+
+from __future__ import annotations
+
+from tqdm import tqdm
+
+
+class EpisodeBar:
+    """A tqdm bar of ``total`` episodes (unit ``ep``) labelled ``desc``; closed when its ``with`` block ends."""
+
+    def __init__(self, total: int, desc: str):
+        if total < 0:
+            raise ValueError(f"an episode bar needs total >= 0 episodes, got {total}")
+        self.bar = tqdm(total=total, desc=desc, unit="ep")
+
+    def show(self, done: int, **postfix) -> None:
+        """Move the bar to ``done`` episodes; show ``postfix`` (e.g. ``success="3/4"``) beside it, if given."""
+        self.bar.update(done - self.bar.n)
+        if postfix:
+            self.bar.set_postfix(**postfix)
+
+    def close(self) -> None:
+        self.bar.close()
+
+    def __enter__(self) -> EpisodeBar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
