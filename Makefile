@@ -4,6 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 ARGS ?=
+TASK ?= transfer_cube
 
 .PHONY: install test test-slow demo experts bench clean
 
@@ -24,9 +25,11 @@ test-slow: install
 
 # The main job: install, record 100 demos, train the CPU quickstart ACT, evaluate 50 episodes, plot.
 # Under 45 minutes on 2 CPU cores; rerun to resume. Extra Hydra overrides: make demo ARGS="...".
+# make demo TASK=insertion: the same recipe on insertion, into outputs/demo_insertion.
+DEMO_TASK_ARGS := $(if $(filter transfer_cube,$(TASK)),,task=$(TASK) demo.dir=outputs/demo_$(TASK))
 demo:
 	@DEMO_START=$$(date +%s); $(MAKE) --no-print-directory install && \
-	DEMO_START=$$DEMO_START $(PY) scripts/demo.py $(ARGS)
+	DEMO_START=$$DEMO_START $(PY) scripts/demo.py $(DEMO_TASK_ARGS) $(ARGS)
 
 # The scripted experts on a few seeds of each task, with a video (a check of the simulator alone).
 experts: install

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import lightning as L
 import numpy as np
 import torch
 
-from common.checks import check_choice
 from act.model import ACTConfig
-from act.model.checkpoint import CHECKPOINT_HINT, CheckpointError, read_checkpoint, upgrade_state_dict  # noqa: F401
+from act.model.checkpoint import (CHECKPOINT_HINT, DEPLOYMENT_DEFAULTS, CheckpointError, read_checkpoint,  # noqa: F401
+                                  upgrade_hparams, upgrade_state_dict)
 from act.model.loss import act_loss
 from act.model.normalized import IMAGENET_MEAN, IMAGENET_STD, STAT_KEYS, NormalizedACT, check_crop  # noqa: F401
+from common.checks import check_choice
 
 LR_SCHEDULES = ("constant", "cosine")
 
@@ -59,12 +61,11 @@ class ACTLitModule(L.LightningModule):
             camera image (in pixels of ``image_size``), e.g. the table without the empty floor
             around it; None: the whole image. Training and deployment crop the same way, here.
         val_posterior: also validate with z = mu of the posterior (``val_posterior/l1``).
-        camera_names: cameras in the order the policy sees them (set by ``scripts/train.py``).
-        image_size: (H, W) of the training images.
-        stats: ``qpos_mean``/``qpos_std``/``action_mean``/``action_std`` of the dataset.
-        task: task the policy was trained on, for evaluation defaults.
-        render_quality: render quality of the training images ('paper' or 'fast'); evaluation
-            renders the same way by default.
+        deployment: what the training data says the policy will see, set by ``scripts/train.py``
+            from the dataset (``DEPLOYMENT_DEFAULTS`` for what is left out): ``camera_names`` (in
+            the order the policy sees them), ``image_size`` (H, W), ``stats``
+            (``qpos_mean``/``qpos_std``/``action_mean``/``action_std``), ``task`` (for evaluation
+            defaults) and ``render_quality`` of the images (evaluation renders the same way).
         train_config: the resolved training config, stored in the checkpoint for provenance.
 
     Batches are dicts: ``qpos`` (B, D), ``images`` (B, C, 3, H, W) uint8, ``action`` (B, k, A)
@@ -73,21 +74,22 @@ class ACTLitModule(L.LightningModule):
     """
 
     def __init__(self, model: dict, kl_weight: float = 10.0, optimizer: Callable | None = None,
-                 lr_backbone: float = 1e-5, channels_last: bool = True, val_posterior: bool = False,
-                 camera_names: Sequence[str] = ("top",), image_size: Sequence[int] = (480, 640),
-                 stats: dict | None = None, task: str | None = None, render_quality: str | None = None,
-                 train_config: dict | None = None, lr_schedule: str = "constant", lr_warmup_steps: int = 0,
-                 lr_min_ratio: float = 0.0, image_crop: Sequence[int] | None = None,
-                 clip_grad_norm: float | None = None):
+                 lr_backbone: float = 1e-5, lr_schedule: str = "constant", lr_warmup_steps: int = 0,
+                 lr_min_ratio: float = 0.0, clip_grad_norm: float | None = None, channels_last: bool = True,
+                 image_crop: Sequence[int] | None = None, val_posterior: bool = False,
+                 deployment: dict | None = None, train_config: dict | None = None):
         super().__init__()
         self.save_hyperparameters(ignore=["optimizer"])
-        config = ACTConfig(**{**dict(model), "num_cameras": len(camera_names)})
+        for key in deployment or {}:
+            check_choice("deployment key", key, DEPLOYMENT_DEFAULTS)
+        meta = {**DEPLOYMENT_DEFAULTS, **(deployment or {})}
+        config = ACTConfig(**{**dict(model), "num_cameras": len(meta["camera_names"])})
         if kl_weight < 0:
             raise ValueError(f"kl_weight must be >= 0, got {kl_weight}")
         self.config = config
         # The network with its statistics and image scaling: the one place normalisation happens.
-        self.net = NormalizedACT(config, stats, camera_names, image_size, image_crop, task, render_quality,
-                                 channels_last=channels_last)
+        self.net = NormalizedACT(config, meta["stats"], meta["camera_names"], meta["image_size"], image_crop,
+                                 meta["task"], meta["render_quality"], channels_last=channels_last)
         self.kl_weight = float(kl_weight)
         self.optimizer_factory = optimizer
         self.lr_backbone = lr_backbone
@@ -108,6 +110,16 @@ class ACTLitModule(L.LightningModule):
         # the statistics qpos_mean, ...: renamed on load (by Lightning's loader and on resume alike).
         self.register_load_state_dict_pre_hook(_upgrade_on_load)
         self._pending_rng_state = None
+
+    @classmethod
+    def load_from_checkpoint(cls, checkpoint_path: str | Path, map_location: str | torch.device | None = None,
+                             **overrides) -> "ACTLitModule":
+        """The module of a checkpoint of any layout (hyper-parameters and weights upgraded to the
+        current one; see ``act.model.checkpoint``), read without running code from the file."""
+        checkpoint = read_checkpoint(checkpoint_path)
+        module = cls(**{**upgrade_hparams(checkpoint["hyper_parameters"]), **overrides})
+        module.load_state_dict(checkpoint["state_dict"])
+        return module if map_location is None else module.to(map_location)
 
     # -- the policy's view ------------------------------------------------------------------
     @property
@@ -140,11 +152,6 @@ class ACTLitModule(L.LightningModule):
         """Raw qpos (B, D), uint8 images (B, C, 3, H, W), raw actions (B, k, A) -> network outputs
         in normalised units, with the normalised ``target`` (see ``NormalizedACT.outputs``)."""
         return self.net.outputs(qpos, images, actions, is_pad)
-
-    @torch.no_grad()
-    def predict_chunk(self, qpos: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
-        """Raw qpos (B, D), uint8 images (B, C, 3, H, W) -> raw actions (B, k, A) with z = 0."""
-        return self.net(qpos, images)
 
     # -- training ---------------------------------------------------------------------------
     def _losses(self, out: dict, batch: dict) -> dict:
@@ -182,8 +189,8 @@ class ACTLitModule(L.LightningModule):
     def check_schedule(self, max_steps: int | None) -> None:
         """Raise ``ValueError`` if the learning-rate schedule cannot work within ``max_steps``."""
         if self.lr_schedule == "cosine" and (max_steps is None or max_steps <= self.lr_warmup_steps):
-            raise ValueError(f"policy.module.lr_schedule=cosine needs trainer.max_steps ({max_steps}) > "
-                             f"policy.module.lr_warmup_steps ({self.lr_warmup_steps})")
+            raise ValueError(f"policy.lr_schedule=cosine needs trainer.max_steps ({max_steps}) > "
+                             f"policy.lr_warmup_steps ({self.lr_warmup_steps})")
 
     def build_optimizer(self) -> torch.optim.Optimizer:
         """The optimiser over two groups: the backbone at ``lr_backbone``, the rest at its own lr."""

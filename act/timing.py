@@ -1,7 +1,7 @@
 """Timing training steps and policy queries on this machine (for the benches and `make demo`'s plan).
 
 Both time the real code path (``ACTLitModule.training_step`` + backward + clipping + the optimiser;
-``ACTLitModule.predict_chunk``) on random inputs of the right shapes: the cost does not depend on
+its ``NormalizedACT`` with z = 0) on random inputs of the right shapes: the cost does not depend on
 the pixel values.
 """
 
@@ -68,6 +68,6 @@ def query_fn(module, batch: int, precision: str, seed: int = 0) -> Callable[[], 
     @torch.no_grad()
     def query() -> torch.Tensor:
         with autocast(precision):
-            return module.predict_chunk(data["qpos"], data["images"])
+            return module.net(data["qpos"], data["images"])
 
     return query

@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from act.callbacks import ResumableCSVLogger, SafeCheckpointIO
 from act.data.datamodule import ACTDataModule
 from act.data.schema import EpisodeFormatError
-from act.lit_module import CheckpointError, read_checkpoint
+from act.lit_module import CheckpointError, read_checkpoint, upgrade_hparams
 from act.precision import resolve_precision
 from common.io import unwritable_reason
 
@@ -65,8 +65,8 @@ def build_datamodule(cfg: DictConfig) -> ACTDataModule:
               "validation split, so no val/l1 and no best checkpoint (only last.ckpt); record more episodes for "
               "validation", file=sys.stderr)
     shortest = int(index.lengths.min())
-    if cfg.policy.chunk_size > shortest:
-        raise ConfigError(f"policy.chunk_size={cfg.policy.chunk_size} is longer than the shortest episode "
+    if cfg.policy.model.chunk_size > shortest:
+        raise ConfigError(f"policy.model.chunk_size={cfg.policy.model.chunk_size} is longer than the shortest episode "
                           f"({shortest} steps) in {folder}")
     return dm
 
@@ -79,9 +79,9 @@ def build_module(cfg: DictConfig, dm: ACTDataModule) -> L.LightningModule:
                           f"expects {cfg.policy.model.state_dim}/{cfg.policy.model.action_dim}")
     stats = {k: v.tolist() for k, v in dm.stats.items()}
     try:
-        module = instantiate(cfg.policy.module, camera_names=list(index.cameras),
-                             image_size=list(index.image_shape[:2]), stats=stats, task=cfg.task.name,
-                             render_quality=index.attrs.get("render_quality"), _convert_="all")
+        deployment = {"camera_names": list(index.cameras), "image_size": list(index.image_shape[:2]),
+                      "stats": stats, "task": cfg.task.name, "render_quality": index.attrs.get("render_quality")}
+        module = instantiate(cfg.policy, deployment=deployment, _convert_="all")
     except InstantiationException as err:  # surface the policy's own message (e.g. ACTConfig's)
         cause = err.__cause__ if isinstance(err.__cause__, ValueError) else err
         raise ConfigError(f"policy config: {cause}") from err
@@ -128,9 +128,8 @@ def resume_path(cfg: DictConfig, trainer: L.Trainer) -> Path | None:
     return path
 
 
-# Settings a checkpoint's weights depend on: resuming with another value cannot work.
-RESUME_SETTINGS = {"camera_names": "task.cameras", "image_size": "task.image_size",
-                   "image_crop": "policy.module.image_crop"}
+# Settings a checkpoint's weights depend on, or its data: resuming with another value cannot work.
+RESUME_SETTINGS = {"task": "task", "camera_names": "task.cameras", "image_size": "task.image_size"}  # deployment
 INIT_ONLY = ("backbone_weights",)  # used only to initialise a new network
 
 
@@ -139,10 +138,13 @@ def check_resume(path: Path, checkpoint: dict, module: L.LightningModule, restar
     def plain(value):
         return [plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
-    saved, now = checkpoint["hyper_parameters"], module.hparams
-    pairs = [(f"policy.{key}" if key == "chunk_size" else f"policy.model.{key}", saved["model"][key], value)
+    saved, now = upgrade_hparams(checkpoint["hyper_parameters"]), module.hparams
+    pairs = [(f"policy.model.{key}", saved["model"][key], value)
              for key, value in dict(now["model"]).items() if key in saved.get("model", {}) and key not in INIT_ONLY]
-    pairs += [(name, saved.get(key), now.get(key)) for key, name in RESUME_SETTINGS.items() if key in saved]
+    pairs += [(name, saved["deployment"].get(key), now["deployment"].get(key))
+              for key, name in RESUME_SETTINGS.items() if key in saved["deployment"]]
+    if "image_crop" in saved:
+        pairs.append(("policy.image_crop", saved["image_crop"], now.get("image_crop")))
     differ = [(name, old, new) for name, old, new in pairs if plain(old) != plain(new)]
     if differ:
         shown = "; ".join(f"{name}={plain(old)} in the checkpoint, {plain(new)} here" for name, old, new in differ)

@@ -19,9 +19,9 @@ import numpy as np
 from omegaconf import DictConfig
 from tqdm import tqdm
 
+from common.io import write_json
 from envs import make_env
 from envs.demonstration import DemonstrationRecorder
-from common.io import write_json
 
 
 def time_joint_steps(task: str, targets: np.ndarray, object_poses: np.ndarray, steps: int, **env_kwargs) -> dict:

@@ -17,13 +17,13 @@ from pathlib import Path
 import hydra
 import numpy as np
 from hydra.utils import instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from act.eval.rollout import run_episode
 from act.policy import ACTPolicy
-from envs import make_env
 from common.io import write_json
+from envs import make_env
 
 
 class HoldPolicy:
@@ -59,12 +59,14 @@ def main(cfg: DictConfig) -> dict:
     for name, kwargs in tqdm(runs.items(), desc="harness", unit="run"):
         results[name] = steps_per_second(make_env(cfg.task, "joint", **kwargs), HoldPolicy(), cfg.seed)
 
-    module = instantiate(cfg.policy.module, camera_names=[cfg.camera], image_size=list(size), _convert_="all")
+    module = instantiate(cfg.policy, deployment={"camera_names": [cfg.camera], "image_size": list(size)},
+                         _convert_="all")
     env = make_env(cfg.task, "joint", cameras=[cfg.camera], image_size=size, render_quality="fast",
                    episode_len=cfg.policy_steps)
-    for name, options in tqdm({"act_temporal_ensembling": dict(temporal_ensemble_coeff=0.01),
-                               "act_chunked": dict(n_action_steps=None)}.items(), desc="policy", unit="run"):
-        policy = ACTPolicy(module, precision=cfg.precision, **options)
+    execution = OmegaConf.to_container(cfg.execution)
+    for name, options in tqdm({"act_temporal_ensembling": {},
+                               "act_chunked": dict(temporal_ensemble_coeff=None)}.items(), desc="policy", unit="run"):
+        policy = ACTPolicy(module, **{**execution, **options})
         results[name] = steps_per_second(env, policy, cfg.seed)
     metrics = {"task": cfg.task, "image_size": list(size), "camera": cfg.camera, "precision": policy.precision,
                "results": results, "machine": {"cpus": os.cpu_count()}}

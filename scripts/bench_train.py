@@ -22,7 +22,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.flop_counter import FlopCounterMode
 
-from act.precision import probe_bf16, slowdown_text
+from act.precision import probe_bf16, resolve_precision, slowdown_text
 from act.timing import query_fn, random_batch, time_calls, training_step_fn
 from common.io import write_json
 
@@ -31,13 +31,14 @@ def build_module(cfg: DictConfig):
     from hydra.utils import instantiate
 
     cameras = [f"cam{i}" for i in range(cfg.num_cameras)]
-    module = instantiate(cfg.policy.module, camera_names=cameras, image_size=list(cfg.image_size), _convert_="all")
+    module = instantiate(cfg.policy, deployment={"camera_names": cameras, "image_size": list(cfg.image_size)},
+                         _convert_="all")
     return module
 
 
 def bench_training(cfg: DictConfig, precision: str) -> dict:
     module = build_module(cfg)
-    batch = random_batch(cfg.batch_size, cfg.num_cameras, cfg.image_size, cfg.policy.chunk_size, seed=cfg.seed)
+    batch = random_batch(cfg.batch_size, cfg.num_cameras, cfg.image_size, cfg.policy.model.chunk_size, seed=cfg.seed)
     step = training_step_fn(module, batch, precision)
     counter = FlopCounterMode(display=False)
     with counter:
@@ -66,17 +67,20 @@ def main(cfg: DictConfig) -> dict:
                "training": {}, "inference": {},
                "machine": {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                            "processor": platform.processor() or platform.machine(), "torch": torch.__version__}}
-    precisions = list(cfg.precisions)
     probe = probe_bf16("cpu")
     results["machine"]["bf16"] = {"native": probe.native, "detail": probe.detail, "slowdown": probe.slowdown}
-    if "bf16-mixed" in precisions and not probe.native and not cfg.emulated_bf16:
-        precisions.remove("bf16-mixed")  # one emulated step takes minutes: it would look like a hang
-        results["skipped"] = {"bf16-mixed": slowdown_text(probe)}
-        print(f"skipping bf16-mixed: not native on this CPU, {slowdown_text(probe)} (emulated_bf16=true to time it anyway)")
-    for precision in precisions:
-        results["training"][precision] = bench_training(cfg, precision)
-    for precision in precisions:
-        results["inference"][precision] = bench_inference(cfg, precision)
+    precisions = {}  # each requested name -> the precision it runs with, resolved as the policy resolves it
+    for name in cfg.precisions:
+        choice = resolve_precision(name, "cpu", warn=False)  # an unknown name fails here, before any timing
+        if choice.emulated and not cfg.emulated_bf16:  # one emulated step takes minutes: it would look like a hang
+            results.setdefault("skipped", {})[name] = slowdown_text(probe)
+            print(f"skipping {name}: not native on this CPU, {slowdown_text(probe)} (emulated_bf16=true to time it anyway)")
+            continue
+        precisions[name] = choice.precision
+    for name, precision in precisions.items():
+        results["training"][name] = bench_training(cfg, precision)
+    for name, precision in precisions.items():
+        results["inference"][name] = bench_inference(cfg, precision)
     results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     path = write_json(Path(cfg.out_dir) / "metrics.json", results)
     for p, r in results["training"].items():

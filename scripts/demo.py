@@ -2,9 +2,10 @@
 
     python scripts/demo.py                                            # `make demo`: the CPU quickstart
     python scripts/demo.py trainer.max_steps=2000 demo.dir=outputs/demo_short
-    python scripts/demo.py experiment=paper_transfer_cube trainer=gpu   # the paper's setting, on a GPU
+    python scripts/demo.py experiment=paper task=insertion trainer=gpu  # the paper's setting, on a GPU
 
-Settings: configs/demo.yaml and the experiment's ``demo:`` block (configs/experiment/). Rerunning
+Settings: configs/demo.yaml and the experiment's ``demo:`` block (configs/experiment/); the
+evaluation is configs/eval.yaml with the run's ``execution`` and ``demo.eval`` applied. Rerunning
 after an interruption keeps the valid demos, resumes training exactly from its last checkpoint,
 and repeats neither a finished training nor an evaluation already done for that checkpoint.
 """
@@ -20,21 +21,21 @@ from pathlib import Path
 import hydra
 import torch
 from hydra.utils import instantiate
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
 
-from act.data.episodes import DatasetError
 from act.budget import estimate_evaluation, estimate_training, minutes
+from act.data.episodes import DatasetError
 from act.data.record import RecordSettings, describe, record_with_bar
-from act.plot import plot_run
 from act.eval.harness import build_spec, evaluate_and_save, summary_line
+from act.plot import plot_run
 from act.precision import device_type_of, resolve_precision
 from act.train import ConfigError, train
-from envs import make_env
+from common.checks import check_setting
 from common.io import write_json
+from envs import make_env
+from envs.constants import EPISODE_LEN
 
-DEMO_KEYS = ("dir", "num_demos", "demo_seed", "record_workers", "eval_episodes", "eval_seed", "eval_workers", "eval_batch_envs",
-             "eval_episode_len", "temporal_ensemble_coeff", "n_action_steps", "eval_precision", "num_videos",
-             "checkpoint")
+DEMO_KEYS = ("dir", "num_demos", "demo_seed", "record_workers", "checkpoint", "eval")
 
 
 def check_demo_settings(cfg: DictConfig) -> DictConfig:
@@ -42,22 +43,36 @@ def check_demo_settings(cfg: DictConfig) -> DictConfig:
     demo = cfg.get("demo")
     if demo is None:
         raise ConfigError("this config has no `demo:` block; use an experiment that defines one "
-                          "(experiment=cpu_quickstart, paper_transfer_cube or paper_insertion)")
+                          "(experiment=cpu_quickstart or paper)")
     missing = [k for k in DEMO_KEYS if k not in demo]
     if missing:
         raise ConfigError(f"demo.{missing[0]} is missing (the demo block needs: {', '.join(DEMO_KEYS)})")
-    for key in ("num_demos", "eval_episodes"):
-        if int(demo[key]) <= 0:
-            raise ConfigError(f"demo.{key} must be positive, got {demo[key]}")
-    if demo.checkpoint not in ("last", "best"):
-        raise ConfigError(f"demo.checkpoint must be 'last' or 'best', got {demo.checkpoint!r}")
+    if int(demo.num_demos) <= 0:
+        raise ConfigError(f"demo.num_demos must be positive, got {demo.num_demos}")
+    check_setting("demo.checkpoint", demo.checkpoint, ("last", "best"))
+    return demo
+
+
+def evaluation_config(cfg: DictConfig, demo: DictConfig, out_dir: Path) -> DictConfig:
+    """configs/eval.yaml with the run's ``execution`` and ``demo.eval`` applied, checked: every key
+    is an eval.py setting, and the evaluation seeds are disjoint from every demo seed. The
+    checkpoint (``ckpt_path``) is filled in after training."""
+    eval_cfg = hydra.compose(config_name="eval")
+    unknown = sorted(set(demo.eval) - set(eval_cfg))
+    if unknown:
+        raise ConfigError(f"demo.eval.{unknown[0]} is not an eval.py setting (configs/eval.yaml); remove it")
+    eval_cfg = OmegaConf.merge(eval_cfg, {"execution": cfg.execution}, demo.eval,
+                               {"out_dir": str(out_dir),
+                                "logger": {"wandb": "wandb" in (cfg.get("logger") or {})}})
+    if int(eval_cfg.num_episodes) <= 0:
+        raise ConfigError(f"demo.eval.num_episodes must be positive, got {eval_cfg.num_episodes}")
     # The recorder tries at most 2 * num_demos + 20 seeds from demo_seed on.
     demo_lo, demo_hi = int(demo.demo_seed), int(demo.demo_seed) + 2 * int(demo.num_demos) + 20
-    eval_lo, eval_hi = int(demo.eval_seed), int(demo.eval_seed) + int(demo.eval_episodes)
+    eval_lo, eval_hi = int(eval_cfg.seed), int(eval_cfg.seed) + int(eval_cfg.num_episodes)
     if eval_lo < demo_hi and demo_lo < eval_hi:
         raise ConfigError(f"evaluation seeds {eval_lo}-{eval_hi - 1} may overlap the demo seeds {demo_lo}-"
-                          f"{demo_hi - 1}; move demo.eval_seed (e.g. to 100000)")
-    return demo
+                          f"{demo_hi - 1}; move demo.eval.seed (e.g. to 100000)")
+    return eval_cfg
 
 
 def checkpoint_step(path: Path) -> int:
@@ -70,44 +85,26 @@ def checkpoint_step(path: Path) -> int:
         raise ConfigError(f"cannot read {path} ({err}); delete it to train from the start") from err
 
 
-def evaluation_config(cfg: DictConfig, demo: DictConfig, ckpt: Path, out_dir: Path) -> DictConfig:
-    """configs/eval.yaml with the demo's choices filled in."""
-    eval_cfg = hydra.compose(config_name="eval")
-    with open_dict(eval_cfg):
-        eval_cfg.ckpt_path = str(ckpt)
-        eval_cfg.num_episodes = int(demo.eval_episodes)
-        eval_cfg.seed = int(demo.eval_seed)
-        eval_cfg.workers = int(demo.eval_workers)
-        eval_cfg.batch_envs = int(demo.eval_batch_envs)
-        eval_cfg.episode_len = demo.eval_episode_len
-        eval_cfg.temporal_ensemble_coeff = demo.temporal_ensemble_coeff
-        eval_cfg.n_action_steps = demo.n_action_steps
-        eval_cfg.precision = demo.eval_precision
-        eval_cfg.num_videos = int(demo.num_videos)
-        eval_cfg.out_dir = str(out_dir)
-        eval_cfg.logger.wandb = "wandb" in (cfg.get("logger") or {})
-    return eval_cfg
-
-
-def print_plan(cfg: DictConfig, demo: DictConfig, steps_left: int) -> dict:
+def print_plan(cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig, steps_left: int) -> dict:
     """Time a few training steps, queries and sim steps here; print what training and evaluation
     will take on this machine, before they run. CPU runs only (GPU timings need their own warm-up)."""
     if device_type_of(cfg.trainer.get("accelerator")) != "cpu":
         return {}
-    module = instantiate(cfg.policy.module, camera_names=list(cfg.task.cameras),
-                         image_size=list(cfg.task.image_size), _convert_="all")
+    module = instantiate(cfg.policy, deployment={"camera_names": list(cfg.task.cameras),
+                                                 "image_size": list(cfg.task.image_size)}, _convert_="all")
     train_precision = resolve_precision(str(cfg.trainer.precision), "cpu").precision
     estimates = []
     if steps_left:
         estimates.append(estimate_training(module, int(cfg.data.batch_size), steps_left, train_precision))
-    chunked = demo.temporal_ensemble_coeff is None
-    query_every = int(demo.n_action_steps or (cfg.policy.chunk_size if chunked else 1))
-    episode_len = int(demo.eval_episode_len or cfg.task.episode_len)
+    execution = eval_cfg.execution
+    chunked = execution.temporal_ensemble_coeff is None
+    query_every = int(execution.n_action_steps or (cfg.policy.model.chunk_size if chunked else 1))
+    episode_len = int(eval_cfg.episode_len or EPISODE_LEN)
     env = make_env(cfg.task.name, "joint", cameras=list(cfg.task.cameras), image_size=tuple(cfg.task.image_size),
                    render_quality=cfg.task.render_quality, episode_len=episode_len)
-    estimates.append(estimate_evaluation(module, resolve_precision(str(demo.eval_precision), "cpu").precision, env,
-                                         int(demo.eval_episodes), episode_len, query_every,
-                                         int(demo.eval_batch_envs), int(demo.eval_workers)))
+    estimates.append(estimate_evaluation(module, resolve_precision(str(execution.precision), "cpu").precision, env,
+                                         int(eval_cfg.num_episodes), episode_len, query_every,
+                                         int(eval_cfg.batch_envs), int(eval_cfg.workers)))
     total = sum(e.seconds for e in estimates)
     print("      plan, timed on this machine just now:")
     for e in estimates:
@@ -127,6 +124,8 @@ def print_plan(cfg: DictConfig, demo: DictConfig, steps_left: int) -> dict:
 def run(cfg: DictConfig) -> dict:
     demo = check_demo_settings(cfg)
     root = Path(demo.dir)
+    eval_dir = root / "eval"
+    eval_cfg = evaluation_config(cfg, demo, eval_dir)  # checked before anything runs
     times: dict[str, float] = {}
     max_steps = int(cfg.trainer.max_steps)
 
@@ -146,7 +145,7 @@ def run(cfg: DictConfig) -> dict:
     last = ckpt_dir / "last.ckpt"
     resume_from, done = max(((p, checkpoint_step(p)) for p in (last, ckpt_dir / "interrupted.ckpt")),
                             key=lambda item: item[1])
-    plan = print_plan(cfg, demo, max(0, max_steps - done))
+    plan = print_plan(cfg, demo, eval_cfg, max(0, max_steps - done))
     start = time.perf_counter()
     train_metrics: dict = {}
     if done >= max_steps:
@@ -169,8 +168,7 @@ def run(cfg: DictConfig) -> dict:
     print(f"      step {step} in {minutes(times['train'])}; evaluating {ckpt}")
 
     # 3. Closed-loop evaluation on seeds disjoint from the demos.
-    eval_dir = root / "eval"
-    eval_cfg = evaluation_config(cfg, demo, ckpt, eval_dir)
+    eval_cfg.ckpt_path = str(ckpt)
     spec, described = build_spec(eval_cfg)
     described.update(ckpt_step=ckpt_step)
     metrics_path = eval_dir / "metrics.json"
@@ -206,12 +204,8 @@ def run(cfg: DictConfig) -> dict:
                "plot": str(plot) if plot else None, "recording": describe(settings, recorded)}
     write_json(root / "summary.json", summary)
 
-    low, high = metrics["success_rate_ci95"]
-    stages = ", ".join(f"reward >= {k}: {v:.0%}" for k, v in metrics["stage_rates"].items())
     print("\n" + "=" * 100)
     print(summary_line(metrics))
-    print(f"success rate {metrics['success_rate']:.0%} (95% CI {low:.0%}-{high:.0%}) over "
-          f"{metrics['num_episodes']} episodes | stages: {stages}")
     print(f"wall time: record {minutes(times['record'])} | train {minutes(times['train'])} | "
           f"eval {minutes(times['eval'])}" + (f" | total since `make demo` {minutes(total_since_make)}"
                                               if total_since_make is not None else ""))

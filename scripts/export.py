@@ -6,7 +6,7 @@
 The artifact holds the network with its normalisation statistics and image scaling, and as
 metadata the camera names, image size, chunk size and task. It runs with ``onnxruntime`` or
 ``torch.jit`` alone: ``ACTPolicy.load(path)``, ``scripts/eval.py ckpt_path=<artifact>`` or
-``scripts/run_realtime.py policy=<artifact>``.
+``scripts/run_realtime.py ckpt_path=<artifact>``.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import hydra
 import numpy as np
 from omegaconf import DictConfig
 
-from common.checks import check_setting
 from act.model.checkpoint import load_network
 from act.runtime.export import EXPORT_FORMATS, SUFFIXES, example_inputs, export
 from act.runtime.predictors import EagerPredictor, load_predictor
+from common.checks import check_setting
 from common.io import unwritable_reason
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from common.checks import check_choice
 from act.data.record import RecordSettings, describe, record_with_bar
-from envs.constants import RENDER_QUALITIES
+from common.checks import check_choice
 from common.io import unwritable_reason, write_json
+from envs.constants import RENDER_QUALITIES
 
 
 def _number(cfg: DictConfig, key: str, kind: type, optional: bool = False):

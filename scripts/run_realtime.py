@@ -19,12 +19,12 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from common.checks import check_setting
 from act.eval.harness import execution_options
 from act.policy import ACTPolicy
 from act.runtime.predictors import artifact_format
 from act.runtime.realtime import Inference, run_episode, summarize_realtime
 from act.runtime.robot import AlohaRobot, SimRobot
+from common.checks import check_setting
 from common.io import write_json
 
 ROBOTS = ("sim", "aloha")
@@ -57,11 +57,7 @@ def build(cfg: DictConfig):
         if int(cfg.threads) < 1:
             raise ValueError(f"threads must be a positive integer or null, got {cfg.threads}")
         torch.set_num_threads(int(cfg.threads))
-    options = execution_options(cfg)
-    if cfg.temporal_ensemble_coeff is not None:
-        options["temporal_ensemble_coeff"] = float(cfg.temporal_ensemble_coeff)
-    options["n_action_steps"] = cfg.n_action_steps
-    policy = ACTPolicy.load(cfg.ckpt_path, precision=cfg.precision, **options)
+    policy = ACTPolicy.load(cfg.ckpt_path, **execution_options(cfg.execution))
     if cfg.robot == "sim":
         from act.eval.backends import make_eval_env
 

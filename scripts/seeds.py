@@ -1,7 +1,7 @@
 """Train and evaluate one experiment over several training seeds; report the spread.
 
     python scripts/seeds.py                                          # the CPU quickstart, seeds 0, 1, 2
-    python scripts/seeds.py seeds=[0,1,2] dir=outputs/seeds/insertion -- experiment=paper_insertion trainer=gpu
+    python scripts/seeds.py seeds=[0,1,2] dir=outputs/seeds/insertion -- experiment=paper task=insertion trainer=gpu
 
 Everything after ``--`` goes to ``scripts/demo.py`` unchanged (any experiment and override). Seed s
 runs ``demo.py seed=s demo.dir=<dir>/seed<s>``: the same demonstrations and the same held-out

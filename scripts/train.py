@@ -1,11 +1,11 @@
 """Train ACT.
 
-    python scripts/train.py task=insertion policy.chunk_size=50 trainer.max_steps=20000 data.batch_size=16
+    python scripts/train.py task=insertion policy.model.chunk_size=50 trainer.max_steps=20000 data.batch_size=16
     python scripts/train.py ckpt_path=outputs/train/.../checkpoints/last.ckpt      # resume exactly
     python scripts/train.py -m policy.kl_weight=1,10,100                            # a sweep
 
 Everything is in configs/train.yaml and its groups: task/, policy/, data/, trainer/, logger/,
-callbacks/, experiment/, hparams_search/.
+callbacks/, execution/ (how callbacks=eval runs the policy), experiment/, hparams_search/
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ IMAGE = 32  # 32x32 images: a 1x1 ResNet feature map, fast on a CPU
 def tiny_overrides(dataset_dir, out_dir, *extra) -> list[str]:
     """Hydra overrides for a few-second training run of a 32-wide ACT on ``dataset_dir``."""
     return [f"data.dataset_dir={dataset_dir}", f"out_dir={out_dir}", f"task.image_size=[{IMAGE},{IMAGE}]",
-            "policy=small", "policy.chunk_size=10", "policy.model.hidden_dim=32", "policy.model.ff_dim=64",
+            "policy=small", "policy.model.chunk_size=10", "policy.model.hidden_dim=32", "policy.model.ff_dim=64",
             "policy.model.heads=2", "policy.model.enc_layers=1", "policy.model.vae_enc_layers=1",
-            "policy.model.latent_dim=4", "policy.module.optimizer.lr=3e-4", "policy.module.lr_backbone=3e-4",
+            "policy.model.latent_dim=4", "policy.optimizer.lr=3e-4", "policy.lr_backbone=3e-4",
             "data.batch_size=4", "data.num_workers=0", "logger=csv", "trainer.val_check_interval=10",
             "trainer.limit_val_batches=2", "trainer.log_every_n_steps=1",
             "callbacks.periodic.every_n_train_steps=1000", *extra]

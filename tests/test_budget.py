@@ -17,7 +17,7 @@ def tiny_module(**kwargs):
 
     import torch
 
-    return ACTLitModule(TINY, optimizer=partial(torch.optim.AdamW, lr=1e-3), image_size=(32, 32), **kwargs)
+    return ACTLitModule(TINY, optimizer=partial(torch.optim.AdamW, lr=1e-3), deployment={"image_size": (32, 32)}, **kwargs)
 
 
 def test_training_step_fn_trains_the_real_module():

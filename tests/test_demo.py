@@ -8,6 +8,7 @@ import signal
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
 from act.train import train
 from helpers import CONFIGS, assert_same_weights, make_cfg, tiny_overrides
@@ -18,9 +19,9 @@ def demo_overrides(tmp_path, *extra):
     out = tmp_path / "demo"
     train_overrides = [o for o in tiny_overrides(tmp_path / "data", out / "train") if not o.startswith("out_dir=")]
     return [*train_overrides, f"demo.dir={out}", "demo.num_demos=2", "demo.record_workers=0",
-            "demo.eval_episodes=2", "demo.eval_workers=0", "demo.eval_episode_len=40", "demo.num_videos=1",
-            "demo.eval_precision=32-true", "trainer.val_check_interval=2",
-            "policy.module.lr_warmup_steps=1", "policy.module.image_crop=null", *extra]
+            "+demo.eval.num_episodes=2", "demo.eval.workers=0", "+demo.eval.episode_len=40", "demo.eval.num_videos=1",
+            "execution.precision=32-true", "trainer.val_check_interval=2",
+            "policy.lr_warmup_steps=1", "policy.image_crop=null", *extra]
 
 
 def test_demo_runs_every_stage_then_resumes_without_repeating(run_script, tmp_path):
@@ -39,7 +40,8 @@ def test_demo_runs_every_stage_then_resumes_without_repeating(run_script, tmp_pa
     assert len(summary["videos"]) == 1 and (out / "eval" / "metrics.json").is_file()
     metrics = json.loads((out / "eval" / "metrics.json").read_text())
     assert metrics["seeds"] == [100000, 100001] and metrics["ckpt_step"] == 4
-    assert f"success rate" in first.stdout and "plot:" in first.stdout and str(out / "curves.png") in first.stdout
+    assert f"transfer_cube: success {summary['successes']}/2 = " in first.stdout and "[95% CI" in first.stdout
+    assert "plot:" in first.stdout and str(out / "curves.png") in first.stdout
 
     # More steps: demos kept, training resumed from step 4, evaluation redone for the new checkpoint.
     second = run_script("demo", *demo_overrides(tmp_path, "trainer.max_steps=6"))
@@ -51,8 +53,9 @@ def test_demo_runs_every_stage_then_resumes_without_repeating(run_script, tmp_pa
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["demo.eval_seed=10"], "evaluation seeds 10-11 may overlap the demo seeds 0-23"),
-    (["demo.checkpoint=first"], "demo.checkpoint must be 'last' or 'best'"),
+    (["+demo.eval.seed=10"], "evaluation seeds 10-11 may overlap the demo seeds 0-23"),
+    (["+demo.eval.episodes=2"], "demo.eval.episodes is not an eval.py setting (configs/eval.yaml)"),
+    (["demo.checkpoint=first"], "demo.checkpoint='first' is unknown; valid: last, best"),
 ])
 def test_demo_rejects_unworkable_settings(run_script, tmp_path, extra, message):
     proc = run_script("demo", *demo_overrides(tmp_path, *extra), check=False)
@@ -83,22 +86,26 @@ def test_interrupted_training_saves_a_checkpoint_that_resumes_exactly(demos, tmp
     assert not (tmp_path / "resumed" / "checkpoints" / "interrupted.ckpt").exists()
 
 
-@pytest.mark.parametrize("experiment, task, size, quality, steps, weights", [
-    ("cpu_quickstart", "transfer_cube", [120, 160], "fast", None, None),  # steps: chosen by measurement
-    ("paper_transfer_cube", "transfer_cube", [480, 640], "paper", 10000, "imagenet"),
-    ("paper_insertion", "insertion", [480, 640], "paper", 10000, "imagenet"),
+@pytest.mark.parametrize("overrides, task, size, quality, steps, weights", [
+    (["experiment=cpu_quickstart"], "transfer_cube", [120, 160], "fast", None, None),  # steps: chosen by measurement
+    (["experiment=paper"], "transfer_cube", [480, 640], "paper", 10000, "imagenet"),
+    (["experiment=paper", "task=insertion"], "insertion", [480, 640], "paper", 10000, "imagenet"),
 ])
-def test_experiments_compose_with_their_demo_blocks(experiment, task, size, quality, steps, weights):
+def test_experiments_compose_with_their_demo_blocks(overrides, task, size, quality, steps, weights):
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        cfg = compose("demo", overrides=[f"experiment={experiment}"])
-        alone = compose("train", overrides=[f"experiment={experiment}"])
+        cfg = compose("demo", overrides=overrides)
+        alone = compose("train", overrides=overrides)
+        eval_defaults = compose("eval")
     assert cfg.task.name == task and list(cfg.task.image_size) == size and list(cfg.task.cameras) == ["top"]
     assert cfg.task.render_quality == quality and cfg.trainer.max_steps == (steps or cfg.trainer.max_steps) > 0
-    assert cfg.policy.model.backbone_weights == weights and cfg.demo.eval_seed == 100000
-    assert cfg.out_dir == f"{cfg.demo.dir}/train" and cfg.policy.module.model.hidden_dim == cfg.policy.model.hidden_dim
-    if experiment.startswith("paper"):  # the paper's network and optimiser, unchanged
-        assert cfg.policy.chunk_size == 100 and cfg.policy.model.hidden_dim == 512 and cfg.policy.model.ff_dim == 3200
-        assert cfg.policy.module.optimizer.lr == 1e-5 and cfg.data.batch_size == 8 and cfg.policy.kl_weight == 10
-        assert cfg.data.dataset_dir == f"datasets/paper_{task}"
+    evaluation = OmegaConf.merge(eval_defaults, cfg.demo.eval)  # as scripts/demo.py composes it
+    assert cfg.policy.model.backbone_weights == weights and evaluation.seed == 100000 and evaluation.num_episodes == 50
+    assert cfg.out_dir == f"{cfg.demo.dir}/train" and cfg.policy._target_ == "act.lit_module.ACTLitModule"
+    assert cfg.data.chunk_size == cfg.policy.model.chunk_size
+    if overrides[0] == "experiment=paper":  # the paper's network, optimiser and execution, unchanged
+        assert cfg.policy.model.chunk_size == 100 and cfg.policy.model.hidden_dim == 512 and cfg.policy.model.ff_dim == 3200
+        assert cfg.policy.optimizer.lr == 1e-5 and cfg.data.batch_size == 8 and cfg.policy.kl_weight == 10
+        assert cfg.execution.temporal_ensemble_coeff == 0.01 and cfg.execution.n_action_steps is None
+        assert cfg.data.dataset_dir == f"datasets/paper_{task}" and cfg.demo.dir == f"outputs/paper_{task}"
     # train.py sees the same training settings.
     assert alone.task == cfg.task and alone.policy == cfg.policy and alone.trainer == cfg.trainer

@@ -11,6 +11,7 @@ import pytest
 
 from act.eval.backends import GymAlohaEnv, make_eval_env
 from act.eval.expert import ScriptedReplayPolicy
+from act.eval.harness import evaluate_with_bar
 from act.eval.rollout import EvalSpec, evaluate, run_episodes
 from act.policy import ACTPolicy
 from act.train import train
@@ -61,6 +62,17 @@ def test_only_batching_policies_run_envs_side_by_side():
         run_episodes(envs, ScriptedReplayPolicy("transfer_cube"), [0, 1])
     with pytest.raises(ValueError, match="one seed per env"):
         run_episodes(envs, ScriptedReplayPolicy("transfer_cube"), [0])
+    with pytest.raises(ValueError, match="one video path"):
+        run_episodes(envs[:1], ScriptedReplayPolicy("transfer_cube"), [0], [None, None])
+
+
+def test_progress_bar_counts_episodes_and_successes(capsys):
+    spec = EvalSpec(make_policy=functools.partial(ScriptedReplayPolicy, "transfer_cube"), task="transfer_cube",
+                    cameras=(), image_size=(48, 64), render_quality="fast", episode_len=5, seeds=(0, 1))
+    metrics = evaluate_with_bar(spec)
+    bar = capsys.readouterr().err.replace("\r", "\n").splitlines()[-1]
+    assert metrics["num_episodes"] == 2
+    assert bar.startswith("eval transfer_cube: 100%") and "2/2" in bar and "success=0/2" in bar
 
 
 def test_eval_script_end_to_end(run_script, tiny_checkpoint, tmp_path):
@@ -85,7 +97,7 @@ def test_eval_script_chunked_and_wandb(run_script, tiny_checkpoint, tmp_path, mo
     monkeypatch.delenv("WANDB_MODE", raising=False)
     out = tmp_path / "eval"
     run_script("eval", f"ckpt_path={tiny_checkpoint}", "num_episodes=1", "num_videos=1", "episode_len=30",
-               "temporal_ensemble_coeff=null", "n_action_steps=5", "video_size=[48,64]", f"out_dir={out}")
+               "execution=chunked", "execution.n_action_steps=5", "video_size=[48,64]", f"out_dir={out}")
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["latency_ms_per_query"]["queries"] == 6 and "chunked" in metrics["execution"]
     assert list((out / "wandb").glob("offline-run-*"))
@@ -161,8 +173,10 @@ def test_checkpoint_selection_seeds_are_disjoint_from_held_out_seeds():
 
     configs = ROOT / "configs"
     callback_seed = OmegaConf.load(configs / "callbacks" / "eval.yaml").eval.seed
-    held_out_seeds = {"eval.py": OmegaConf.load(configs / "eval.yaml").seed,
-                      "make demo": OmegaConf.load(configs / "experiment" / "cpu_quickstart.yaml").demo.eval_seed}
+    eval_seed = OmegaConf.load(configs / "eval.yaml").seed  # make demo's evaluation is eval.yaml + demo.eval
+    held_out_seeds = {"eval.py": eval_seed, **{
+        name: OmegaConf.load(configs / "experiment" / f"{name}.yaml").demo.eval.get("seed", eval_seed)
+        for name in ("cpu_quickstart", "paper")}}
     chosen = range(callback_seed, callback_seed + 1000)  # room for a user raising num_episodes
     for first in held_out_seeds.values():
         assert set(chosen).isdisjoint(range(first, first + 1000))

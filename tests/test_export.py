@@ -30,9 +30,9 @@ def test_network_from_checkpoint_matches_the_lightning_module(tiny_checkpoint):
     net = load_network(tiny_checkpoint)
     assert net.camera_names == ["top"] and net.image_size == (IMAGE, IMAGE) and net.task == "transfer_cube"
     qpos, images = (torch.from_numpy(x) for x in _inputs(3))
-    torch.testing.assert_close(net(qpos, images), module.predict_chunk(qpos, images), rtol=0, atol=0)
+    torch.testing.assert_close(net(qpos, images), module.net(qpos, images), rtol=0, atol=0)
     # The statistics are the dataset's, in the network: raw joint units in and out.
-    torch.testing.assert_close(net.action_mean, torch.tensor(module.hparams.stats["action_mean"]))
+    torch.testing.assert_close(net.action_mean, torch.tensor(module.hparams.deployment["stats"]["action_mean"]))
     assert not torch.equal(net.qpos_std, torch.ones(14))
 
 
@@ -41,13 +41,17 @@ def test_checkpoints_of_the_layout_before_load_unchanged(tiny_checkpoint, tmp_pa
     checkpoint = torch.load(tiny_checkpoint, weights_only=True)
     old = {(k[len("net."):] if k.startswith("net.") else k): v for k, v in checkpoint["state_dict"].items()}
     assert "model.action_head.weight" in old and "qpos_mean" in old
+    # ... and kept the cameras, image size, statistics and task at the top of its hyper-parameters.
+    hparams = dict(checkpoint["hyper_parameters"])
+    flat = {**{k: v for k, v in hparams.items() if k != "deployment"}, **hparams["deployment"]}
+    assert "stats" in flat and "deployment" not in flat
     legacy = tmp_path / "legacy.ckpt"
-    torch.save({**checkpoint, "state_dict": old}, legacy)
+    torch.save({**checkpoint, "state_dict": old, "hyper_parameters": flat}, legacy)
     qpos, images = (torch.from_numpy(x) for x in _inputs(2))
     expected = load_network(tiny_checkpoint)(qpos, images)
     torch.testing.assert_close(load_network(legacy)(qpos, images), expected, rtol=0, atol=0)
     module = ACTLitModule.load_from_checkpoint(legacy, map_location="cpu").eval()
-    torch.testing.assert_close(module.predict_chunk(qpos, images), expected, rtol=0, atol=0)
+    torch.testing.assert_close(module.net(qpos, images), expected, rtol=0, atol=0)
 
 
 def test_unreadable_checkpoints_are_refused(tiny_checkpoint, tmp_path):

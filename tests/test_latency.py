@@ -103,7 +103,8 @@ def test_eval_with_simulated_latency(run_script, tiny_checkpoint, tmp_path):
     # Asynchronous crossfade: only the first query's wait is held.
     out = tmp_path / "async"
     run_script("eval", f"ckpt_path={tiny_checkpoint}", "num_episodes=1", "num_videos=0", "episode_len=30",
-               "latency_ms=40", "asynchronous=true", "blend=crossfade", "logger.wandb=false", f"out_dir={out}")
+               "latency_ms=40", "execution.asynchronous=true", "execution.blend=crossfade", "logger.wandb=false",
+               f"out_dir={out}")
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["ticks_without_fresh_action"]["share"] == pytest.approx(2 / 30)
     assert "crossfade" in metrics["execution"] and "asynchronous" in metrics["execution"]
@@ -118,8 +119,9 @@ def test_eval_with_simulated_latency(run_script, tiny_checkpoint, tmp_path):
 
 @pytest.mark.parametrize("override, message", [
     ("latency_ms=-5", "latency_ms must be a number >= 0"), ("latency_ms=soon", "latency_ms must be a number"),
-    ("blend=average", "blend='average' is unknown"), ("queue_threshold=10", "queue_threshold must be in"),
-    ("asynchronous=maybe", "asynchronous must be true or false"),
+    ("execution.blend=average", "execution.blend='average' is unknown"),
+    ("execution.queue_threshold=10", "queue_threshold must be in"),
+    ("execution.asynchronous=maybe", "asynchronous must be true or false"),
 ])
 def test_eval_latency_errors(run_script, tiny_checkpoint, tmp_path, override, message):
     proc = run_script("eval", f"ckpt_path={tiny_checkpoint}", override, "logger.wandb=false",

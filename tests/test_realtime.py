@@ -172,7 +172,7 @@ def test_run_realtime_script(run_script, tiny_checkpoint, tmp_path):
     assert metrics["ticks"] + metrics["missed_ticks"] == 12 and "missed ticks" in proc.stdout
     for overrides, message in [(["robot=arm"], "robot='arm' is unknown"),
                                (["robot=aloha"], "needs aloha.driver"),
-                               (["asynchronous=perhaps"], "asynchronous must be true or false"),
+                               (["execution.asynchronous=perhaps"], "asynchronous must be true or false"),
                                (["ckpt_path=none.onnx"], "none.onnx does not exist")]:
         args = [f"ckpt_path={tiny_checkpoint}", *overrides] if not overrides[0].startswith("ckpt_path") else overrides
         proc = run_script("run_realtime", *args, f"out_dir={out}", check=False)

@@ -79,9 +79,9 @@ def test_eval_settings_are_checked_before_the_policy_is_built(tiny_checkpoint, m
 
 
 def test_resume_with_another_chunk_size_names_the_setting(tiny_checkpoint, demos, tmp_path):
-    with pytest.raises(ConfigError, match=r"cannot resume from .*last.ckpt: policy.chunk_size=10 in the checkpoint, "
-                                          r"8 here; resume with the checkpoint's settings \(policy.chunk_size=10\)"):
-        train(make_cfg(demos, tmp_path / "run", "trainer.max_steps=6", "policy.chunk_size=8",
+    with pytest.raises(ConfigError, match=r"cannot resume from .*last.ckpt: policy.model.chunk_size=10 in the checkpoint, "
+                                          r"8 here; resume with the checkpoint's settings \(policy.model.chunk_size=10\)"):
+        train(make_cfg(demos, tmp_path / "run", "trainer.max_steps=6", "policy.model.chunk_size=8",
                        f"ckpt_path={tiny_checkpoint}"))
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
-from hydra.utils import instantiate
+from omegaconf import OmegaConf
 
 from common.io import write_json
 from common.metrics import summarize, wilson_interval
@@ -26,7 +26,7 @@ def test_wilson_interval_known_values():
 
 
 def test_summarize_stage_rates():
-    summary = summarize([0, 1, 2, 4, 4])
+    summary = summarize([0, 1, 2, 4, 4], max_reward=4)
     assert summary["success_rate"] == pytest.approx(0.4)
     assert summary["stage_rates"] == {"1": 0.8, "2": 0.6, "3": 0.4, "4": 0.4}
     assert summary["mean_max_reward"] == pytest.approx(2.2)
@@ -50,14 +50,20 @@ def test_failed_write_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("task", ["transfer_cube", "insertion"])
-def test_task_config_builds_the_env(task):
+def test_every_evaluation_shares_one_execution_config():
+    """eval.py, the eval callback, make demo, the latency table and the real-time loop all read
+    configs/execution/: the coefficient and the other settings are written once."""
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        cfg = compose("scripted_rollout", overrides=[f"task={task}", "task.image_size=[24,32]", "task.cameras=[top,angle]"])
-    env = instantiate(cfg.task.env)
-    obs = env.reset(seed=0).observation
-    assert env.task.name == task and env.episode_len == 400
-    assert obs["images"]["angle"].shape == (24, 32, 3)
+        plain = [OmegaConf.to_container(node, resolve=True) for node in (
+            compose("eval").execution, compose("train", overrides=["callbacks=eval"]).callbacks.eval.execution,
+            compose("demo", overrides=["experiment=paper"]).execution, compose("latency_table").execution)]
+        realtime = OmegaConf.to_container(compose("run_realtime").execution)
+        chunked = OmegaConf.to_container(compose("eval", overrides=["execution=chunked"]).execution)
+    ensemble = plain[0]
+    assert ensemble["temporal_ensemble_coeff"] == 0.01 and ensemble["n_action_steps"] is None
+    assert plain[1] == ensemble and plain[3] == ensemble and plain[2] == {**ensemble, "precision": "32-true"}
+    assert realtime == {**ensemble, "asynchronous": True}
+    assert chunked == {**ensemble, "temporal_ensemble_coeff": None}
 
 
 def test_scripted_rollout_writes_metrics_and_video(run_script, tmp_path):

@@ -73,12 +73,13 @@ def test_checkpoint_alone_rebuilds_the_policy(demos, tmp_path):
     policy = ACTLitModule.load_from_checkpoint(ckpt, map_location="cpu").eval()
     again = ACTLitModule.load_from_checkpoint(ckpt, map_location="cpu").eval()
     assert policy.camera_names == ["top"] and policy.image_size == (IMAGE, IMAGE)
-    assert policy.hparams.task == "transfer_cube" and policy.hparams.train_config["policy"]["chunk_size"] == 10
-    stats = policy.hparams.stats
+    assert policy.hparams.deployment["task"] == "transfer_cube"
+    assert policy.hparams.train_config["policy"]["model"]["chunk_size"] == 10
+    stats = policy.hparams.deployment["stats"]
     assert len(stats["action_mean"]) == 14
     qpos = torch.randn(2, 14)
     images = torch.randint(0, 255, (2, 1, 3, IMAGE, IMAGE), dtype=torch.uint8)
-    a, b = policy.predict_chunk(qpos, images), again.predict_chunk(qpos, images)
+    a, b = policy.net(qpos, images), again.net(qpos, images)
     assert a.shape == (2, 10, 14)
     torch.testing.assert_close(a, b)
     # Raw-unit predictions: de-normalised with the dataset's action statistics.
@@ -86,12 +87,12 @@ def test_checkpoint_alone_rebuilds_the_policy(demos, tmp_path):
 
 
 @pytest.mark.parametrize("extra, error, message", [
-    (["policy.chunk_size=500"], ConfigError, "chunk_size=500 is longer than the shortest episode"),
+    (["policy.model.chunk_size=500"], ConfigError, "chunk_size=500 is longer than the shortest episode"),
     (["task.cameras=[angle]"], DatasetError, r"\['angle'\] not in dataset"),
     ([f"task.image_size=[48,64]"], ConfigError, "episodes in .* are 32x32"),
     (["trainer.max_steps=0"], ConfigError, "max_steps"),
-    (["policy.module.lr_schedule=cosine", "policy.module.lr_warmup_steps=5", "trainer.max_steps=5"], ConfigError,
-     r"lr_schedule=cosine needs trainer.max_steps \(5\) > policy.module.lr_warmup_steps \(5\)"),
+    (["policy.lr_schedule=cosine", "policy.lr_warmup_steps=5", "trainer.max_steps=5"], ConfigError,
+     r"lr_schedule=cosine needs trainer.max_steps \(5\) > policy.lr_warmup_steps \(5\)"),
     (["policy.model.heads=3"], ConfigError, "hidden_dim \\(32\\) must be divisible by heads \\(3\\)"),
 ])
 def test_bad_configs_fail_before_training(demos, tmp_path, extra, error, message):
@@ -113,9 +114,9 @@ def test_lr_schedule_factors():
 
 def test_cosine_schedule_steps_every_group(demos, tmp_path):
     out = tmp_path / "run"
-    train(make_cfg(demos, out, "trainer.max_steps=12", "policy.module.lr_schedule=cosine",
-                   "policy.module.lr_warmup_steps=2", "policy.module.lr_min_ratio=0.0",
-                   "policy.module.lr_backbone=1e-4"))
+    train(make_cfg(demos, out, "trainer.max_steps=12", "policy.lr_schedule=cosine",
+                   "policy.lr_warmup_steps=2", "policy.lr_min_ratio=0.0",
+                   "policy.lr_backbone=1e-4"))
     rest, backbone = read_metric(out, "lr-AdamW/pg1"), read_metric(out, "lr-AdamW/pg2")
     assert len(rest) == 12
     assert rest[0] == pytest.approx(1.5e-4) and rest[1] == pytest.approx(3e-4)   # warm-up: 1/2, 2/2 of the peak
@@ -177,7 +178,7 @@ def test_ddp_two_cpu_processes_agree(demos, tmp_path):
 def test_optuna_sweep_minimises_val_l1(demos, tmp_path):
     pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
     sweep = tmp_path / "optuna"
-    overrides = [o for o in tiny_overrides(demos, "x") if not o.startswith(("out_dir=", "policy.chunk_size="))]
+    overrides = [o for o in tiny_overrides(demos, "x") if not o.startswith(("out_dir=", "policy.model.chunk_size="))]
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "train.py"), "-m", "hparams_search=optuna",
                            "hydra.sweeper.n_trials=2", "hydra.sweeper.sampler.n_startup_trials=2",
                            f"hydra.sweep.dir={sweep}", *overrides, "trainer.max_steps=4", "trainer.val_check_interval=2"],
@@ -198,11 +199,11 @@ def test_slurm_launcher_config_composes():
 
 def test_image_crop_is_what_the_network_sees_in_training_and_deployment(demos, tmp_path):
     out = tmp_path / "run"
-    train(make_cfg(demos, out, "trainer.max_steps=2", "policy.module.image_crop=[4,8,24,16]"))
+    train(make_cfg(demos, out, "trainer.max_steps=2", "policy.image_crop=[4,8,24,16]"))
     loaded = ACTLitModule.load_from_checkpoint(out / "checkpoints" / "last.ckpt")
     assert loaded.image_crop == (4, 8, 24, 16) and loaded.image_size == (IMAGE, IMAGE)
     torch.manual_seed(0)
-    module = ACTLitModule({"chunk_size": 4, "hidden_dim": 32, "ff_dim": 32, "heads": 2}, image_size=(IMAGE, IMAGE),
+    module = ACTLitModule({"chunk_size": 4, "hidden_dim": 32, "ff_dim": 32, "heads": 2}, deployment={"image_size": (IMAGE, IMAGE)},
                           image_crop=(4, 8, 24, 16)).eval()
     images = torch.randint(0, 256, (2, 1, 3, IMAGE, IMAGE), dtype=torch.uint8)
     assert module.normalize_images(images).shape == (2, 1, 3, 24, 16)
@@ -212,15 +213,15 @@ def test_image_crop_is_what_the_network_sees_in_training_and_deployment(demos, t
     outside[..., :4, :] = 0
     outside[..., :, 24:] = 255
     inside[..., 10, 10] = 255 - inside[..., 10, 10]
-    base = module.predict_chunk(qpos, images)
-    assert torch.equal(module.predict_chunk(qpos, outside), base)
-    assert not torch.equal(module.predict_chunk(qpos, inside), base)
+    base = module.net(qpos, images)
+    assert torch.equal(module.net(qpos, outside), base)
+    assert not torch.equal(module.net(qpos, inside), base)
 
 
 @pytest.mark.parametrize("crop", [[0, 0, 33, 8], [-1, 0, 8, 8], [0, 0, 8], [0, 0, 0, 8]])
 def test_image_crop_outside_the_image_is_refused(crop):
     with pytest.raises(ValueError, match="image_crop"):
-        ACTLitModule({"chunk_size": 4, "hidden_dim": 32, "ff_dim": 32, "heads": 2}, image_size=(32, 32),
+        ACTLitModule({"chunk_size": 4, "hidden_dim": 32, "ff_dim": 32, "heads": 2}, deployment={"image_size": (32, 32)},
                      image_crop=crop)
 
 
@@ -228,9 +229,9 @@ def test_module_clipping_with_a_fused_optimizer(demos, tmp_path):
     # Lightning refuses trainer.gradient_clip_val with a fused AdamW; the module clips instead.
     out = tmp_path / "run"
     train(make_cfg(demos, out, "trainer.max_steps=3", "trainer.gradient_clip_val=null",
-                   "policy.module.clip_grad_norm=0.5", "+policy.module.optimizer.fused=true"))
+                   "policy.clip_grad_norm=0.5", "+policy.optimizer.fused=true"))
     assert torch.load(out / "checkpoints" / "last.ckpt", weights_only=False)["global_step"] == 3
-    module = ACTLitModule({"chunk_size": 4, "hidden_dim": 32, "ff_dim": 32, "heads": 2}, image_size=(32, 32),
+    module = ACTLitModule({"chunk_size": 4, "hidden_dim": 32, "ff_dim": 32, "heads": 2}, deployment={"image_size": (32, 32)},
                           clip_grad_norm=0.5)
     for p in module.parameters():
         p.grad = torch.full_like(p, 10.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import lightning as L
 import torch
@@ -13,6 +13,7 @@ from act.eval.backends import make_eval_env
 from act.eval.rollout import run_episode
 from act.policy import ACTPolicy
 from common.metrics import summarize
+from envs.constants import MAX_REWARD
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +31,8 @@ class EvalCallback(L.Callback):
         num_episodes: rollouts per evaluation (seeds ``seed`` .. ``seed + num_episodes - 1``).
         seed: first evaluation seed; far from the demo seeds (0, 1, ...) and disjoint from the held-out
             seeds of ``eval.py`` (100000, ...), since ``best_eval.ckpt`` is chosen on these episodes.
-        temporal_ensemble_coeff: temporal ensembling m, or None for chunked execution.
-        n_action_steps: query every n steps: chunked execution period when ``temporal_ensemble_coeff``
-            is None, else the ensembling query period (default 1).
+        execution: ``ACTPolicy`` keyword arguments (``configs/execution/``: temporal ensembling or
+            chunked, m, n_action_steps, precision, ...); default: ``ACTPolicy``'s own.
         video: write (and log to wandb, if used) a video of the first rollout.
         video_size: (H, W) of that video.
         render_quality: None: as the training data.
@@ -41,13 +41,13 @@ class EvalCallback(L.Callback):
     """
 
     def __init__(self, every_n_steps: int = 5000, num_episodes: int = 5, seed: int = 200000,
-                 temporal_ensemble_coeff: float | None = 0.01, n_action_steps: int | None = None, video: bool = True,
+                 execution: Mapping | None = None, video: bool = True,
                  video_size: Sequence[int] = (240, 320), render_quality: str | None = None,
                  save_best: bool = True, dirpath: str | None = None):
         if every_n_steps <= 0 or num_episodes <= 0:
             raise ValueError("every_n_steps and num_episodes must be positive")
         self.every_n_steps, self.num_episodes, self.seed = every_n_steps, num_episodes, seed
-        self.temporal_ensemble_coeff, self.n_action_steps = temporal_ensemble_coeff, n_action_steps
+        self.execution = dict(execution or {})
         self.video, self.video_size, self.render_quality = video, tuple(video_size), render_quality
         self.save_best, self.dirpath = save_best, dirpath
         self.best_success: float | None = None
@@ -60,18 +60,17 @@ class EvalCallback(L.Callback):
         self.best_success = state_dict.get("best_success")
 
     def _rollouts(self, trainer: L.Trainer, module) -> dict:
-        task = module.hparams.get("task")
+        task = module.net.task
         if self._env is None:
-            quality = self.render_quality or module.hparams.get("render_quality") or "paper"
+            quality = self.render_quality or module.net.render_quality or "paper"
             self._env = make_eval_env("native", task, module.camera_names, module.image_size, quality)
-        policy = ACTPolicy(module, n_action_steps=self.n_action_steps,
-                           temporal_ensemble_coeff=self.temporal_ensemble_coeff, device=module.device)
+        policy = ACTPolicy(module, device=module.device, **self.execution)
         video_dir = Path(trainer.default_root_dir) / "eval_videos"
         results = []
         for i in range(self.num_episodes):
             video = video_dir / f"step{trainer.global_step}.mp4" if self.video and i == 0 else None
             results.append(run_episode(self._env, policy, self.seed + i, video, video_size=self.video_size))
-        summary = summarize([r.max_reward for r in results])
+        summary = summarize([r.max_reward for r in results], max_reward=MAX_REWARD)
         summary["mean_return"] = sum(r.total_return for r in results) / len(results)
         summary["video"] = results[0].video
         return summary

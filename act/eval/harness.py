@@ -14,7 +14,6 @@ import torch
 
 from omegaconf import DictConfig, OmegaConf
 
-from common.checks import check_setting
 from act.eval.backends import BACKENDS
 from act.eval.expert import ScriptedReplayPolicy
 from act.eval.rollout import TICK_MS, EvalSpec, evaluate
@@ -22,9 +21,11 @@ from act.policy import ACTPolicy
 from act.precision import resolve_precision
 from act.runtime.plan import BLENDS
 from act.runtime.predictors import artifact_format
+from common.checks import check_setting
+from common.io import write_json
+from common.progress import EpisodeBar
 from envs.constants import CAMERAS, TASKS
 from envs.factory import validate_image_size
-from common.io import write_json
 
 log = logging.getLogger(__name__)
 
@@ -62,16 +63,12 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
         artifact_format(path)  # an unknown file type is refused before anything is read
         if not path.is_file():
             raise FileNotFoundError(f"checkpoint {path} does not exist")
-        timing = execution_options(cfg)  # checked before the network is loaded
-        choice = resolve_precision(cfg.precision, cfg.device)  # once, here; the workers get the result
-        if artifact_format(path) != "checkpoint":
-            choice = resolve_precision("32-true", cfg.device)  # exported policies run in fp32
+        check_latency(cfg.latency_ms)
+        options = execution_options(cfg.execution)  # checked before the network is loaded
+        requested = options.pop("precision") if artifact_format(path) == "checkpoint" else "32-true"
+        choice = resolve_precision(requested, cfg.device)  # once, here; the workers get the result (exports: fp32)
         print(f"evaluation precision: {choice.precision} ({choice.requested}: {choice.reason})")
-        options = dict(device=cfg.device, precision=choice.precision)
-        if cfg.temporal_ensemble_coeff is not None:
-            options["temporal_ensemble_coeff"] = float(cfg.temporal_ensemble_coeff)
-        options["n_action_steps"] = cfg.n_action_steps  # with ensembling: a query every n steps (default 1)
-        options.update(timing)
+        options.update(device=cfg.device, precision=choice.precision)
         probe = ACTPolicy.load(path, **options)  # "<path> is not a readable checkpoint" otherwise; checks the options
         trained_on = probe.task
         if chosen_task and trained_on and chosen_task != trained_on and not cfg.get("allow_task_mismatch", False):
@@ -106,21 +103,26 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
     return spec, described
 
 
-def execution_options(cfg: DictConfig) -> dict:
-    """The scheduler options of an eval config (blend, asynchronous, threshold, crossfade), checked."""
-    blend = cfg.get("blend")
+def execution_options(execution: DictConfig) -> dict:
+    """``ACTPolicy``'s keyword arguments from an ``execution`` config (configs/execution/), checked
+    where a config can be wrong in ways the policy would report less clearly."""
+    options = OmegaConf.to_container(execution) if OmegaConf.is_config(execution) else dict(execution)
+    blend = options.get("blend")
     if blend is not None:
-        check_setting("blend", blend, BLENDS, " (or null: ensemble with temporal_ensemble_coeff, else replace)")
-    if blend == "ensemble" and cfg.temporal_ensemble_coeff is None:
-        raise ValueError("blend=ensemble needs temporal_ensemble_coeff=<m> (e.g. 0.01)")
-    if not isinstance(cfg.get("asynchronous", False), bool):
-        raise ValueError(f"asynchronous must be true or false, got {cfg.asynchronous!r}")
-    latency = cfg.get("latency_ms", 0)
+        check_setting("execution.blend", blend, BLENDS,
+                      " (or null: ensemble with execution.temporal_ensemble_coeff, else replace)")
+    if blend == "ensemble" and options.get("temporal_ensemble_coeff") is None:
+        raise ValueError("execution.blend=ensemble needs execution.temporal_ensemble_coeff=<m> (e.g. 0.01)")
+    if not isinstance(options.get("asynchronous", False), bool):
+        raise ValueError(f"execution.asynchronous must be true or false, got {options['asynchronous']!r}")
+    return options
+
+
+def check_latency(latency) -> None:
+    """``latency_ms``: a number of milliseconds >= 0, or ``measured``."""
     if latency != "measured" and (isinstance(latency, bool) or not isinstance(latency, (int, float))
                                   or not math.isfinite(latency) or latency < 0):
         raise ValueError(f"latency_ms must be a number >= 0 (milliseconds) or 'measured', got {latency!r}")
-    return {"blend": blend, "asynchronous": bool(cfg.get("asynchronous", False)),
-            "queue_threshold": cfg.get("queue_threshold"), "crossfade_steps": cfg.get("crossfade_steps")}
 
 
 def latency_ticks(latency_ms: float) -> int:
@@ -155,18 +157,12 @@ def check_backend(backend: str, cameras, image_size) -> None:
 
 def evaluate_with_bar(spec: EvalSpec) -> dict:
     """``evaluate`` with a progress bar of episodes and the running success count."""
-    from tqdm import tqdm
+    with EpisodeBar(len(spec.seeds), f"eval {spec.task}") as bar:
 
-    bar = tqdm(total=len(spec.seeds), desc=f"eval {spec.task}", unit="ep")
+        def progress(result, results):
+            bar.show(len(results), success=f"{sum(r.success for r in results)}/{len(results)}")
 
-    def progress(result, results):
-        bar.update(1)
-        bar.set_postfix(success=f"{sum(r.success for r in results)}/{len(results)}")
-
-    try:
         return evaluate(spec, progress)
-    finally:
-        bar.close()
 
 
 def evaluate_and_save(cfg: DictConfig, spec: EvalSpec, described: dict) -> tuple[dict, Path]:

@@ -1,9 +1,11 @@
 """Training checkpoints read without Lightning or Hydra: the network rebuilt from the file alone.
 
 A checkpoint written by ``scripts/train.py`` holds ``hyper_parameters`` (the network config,
-cameras, image size, crop, statistics, task) and ``state_dict``. The state dict comes in two
-layouts: ``net.model.*`` / ``net.qpos_mean`` (the module holds a ``NormalizedACT``) and, for
-checkpoints written before that, ``model.*`` / ``qpos_mean``; both load.
+crop, and under ``deployment`` the cameras, image size, statistics, task) and ``state_dict``.
+Older checkpoints keep the deployment values at the top level of ``hyper_parameters``
+(``upgrade_hparams`` nests them). The state dict comes in two layouts: ``net.model.*`` /
+``net.qpos_mean`` (the module holds a ``NormalizedACT``) and, for checkpoints written before
+that, ``model.*`` / ``qpos_mean``; all of them load.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from act.model.normalized import STAT_KEYS, NormalizedACT
 
 CHECKPOINT_HINT = "give a .ckpt file written by scripts/train.py (e.g. <run>/checkpoints/last.ckpt)"
 NET_PREFIX = "net."
-_LEGACY_PREFIXES = ("model.",) + tuple(STAT_KEYS)  # top-level names of the layout before NormalizedACT
+# What the training data says the policy sees (``ACTLitModule``'s ``deployment``), with defaults.
+DEPLOYMENT_DEFAULTS = {"camera_names": ("top",), "image_size": (480, 640), "stats": None, "task": None,
+                       "render_quality": None}
 
 
 class CheckpointError(ValueError):
@@ -63,6 +67,17 @@ def upgrade_state_dict(state_dict: dict, prefix: str = "") -> dict:
     return state_dict
 
 
+def upgrade_hparams(hparams: dict) -> dict:
+    """A copy of a checkpoint's hyper-parameters in the current layout: deployment values that
+    older checkpoints keep at the top level moved under ``deployment``."""
+    hparams = dict(hparams)
+    deployment = dict(hparams.pop("deployment", None) or {})
+    for key in DEPLOYMENT_DEFAULTS:
+        if key in hparams:
+            deployment.setdefault(key, hparams.pop(key))
+    return {**hparams, "deployment": deployment}
+
+
 def network_state_dict(state_dict: dict) -> dict:
     """The ``NormalizedACT`` part of a checkpoint's state dict (either layout), without the prefix."""
     upgraded = upgrade_state_dict(dict(state_dict))
@@ -75,12 +90,12 @@ def network_from_hparams(hparams: dict, channels_last: bool = True) -> Normalize
     ``backbone_weights`` is dropped: the checkpoint's weights replace them, so deployment never
     downloads or reads the pretraining file.
     """
-    cameras = list(hparams.get("camera_names") or ["top"])
-    model = {**dict(hparams.get("model") or {}), "num_cameras": len(cameras), "backbone_weights": None}
-    return NormalizedACT(ACTConfig(**model), stats=hparams.get("stats"), camera_names=cameras,
-                         image_size=hparams.get("image_size") or (480, 640), image_crop=hparams.get("image_crop"),
-                         task=hparams.get("task"), render_quality=hparams.get("render_quality"),
-                         channels_last=channels_last)
+    hparams = upgrade_hparams(hparams)
+    meta = {**DEPLOYMENT_DEFAULTS, **{k: v for k, v in hparams["deployment"].items() if v is not None}}
+    model = {**dict(hparams.get("model") or {}), "num_cameras": len(meta["camera_names"]), "backbone_weights": None}
+    return NormalizedACT(ACTConfig(**model), stats=meta["stats"], camera_names=list(meta["camera_names"]),
+                         image_size=meta["image_size"], image_crop=hparams.get("image_crop"), task=meta["task"],
+                         render_quality=meta["render_quality"], channels_last=channels_last)
 
 
 def load_network(path: str | Path, map_location: str | torch.device = "cpu",

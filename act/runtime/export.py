@@ -17,9 +17,9 @@ from pathlib import Path
 
 import torch
 
+from act.runtime.predictors import META_FILE
 from common.checks import check_choice
 from common.io import atomic_path
-from act.runtime.predictors import META_FILE
 
 EXPORT_FORMATS = ("onnx", "torchscript")
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".pt"}
