@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from act.train import train
-from helpers import CONFIGS, assert_same_weights, make_cfg, tiny_overrides
+from helpers import CONFIGS, ROOT, assert_same_weights, make_cfg, tiny_overrides
 
 
 def demo_overrides(tmp_path, *extra):
@@ -84,6 +85,16 @@ def test_interrupted_training_saves_a_checkpoint_that_resumes_exactly(demos, tmp
                         tmp_path / "resumed" / "checkpoints" / "last.ckpt")
     # A run that ends normally leaves no stale interrupted.ckpt behind.
     assert not (tmp_path / "resumed" / "checkpoints" / "interrupted.ckpt").exists()
+
+
+def test_make_demo_task_runs_the_recipe_on_that_task_in_its_own_folder():
+    def demo_args(*args):  # what `make demo` passes to scripts/demo.py before ARGS (read, nothing run:
+        # `make -n demo` would run the recipe, whose line calls $(MAKE))
+        show = "--eval=show-demo-args: ; @echo '[$(DEMO_TASK_ARGS)]'"
+        return subprocess.run(["make", "-s", show, "show-demo-args", *args], cwd=ROOT, capture_output=True,
+                              text=True, check=True).stdout.strip()
+    assert demo_args("TASK=insertion") == "[task=insertion demo.dir=outputs/demo_insertion]"
+    assert demo_args() == demo_args("TASK=transfer_cube") == "[]"
 
 
 @pytest.mark.parametrize("overrides, task, size, quality, steps, weights", [

@@ -18,6 +18,7 @@ import numpy as np
 from common.checks import check_choice
 
 BLENDS = ("replace", "ensemble", "crossfade")
+ENSEMBLE_COEFF = 0.01  # m of the ACT paper's temporal ensemble, as its public code sets it
 
 
 class ActionPlan:
@@ -34,7 +35,7 @@ class ActionPlan:
     with W_n = sum_{i<n} w_i: memory bounded by the chunk size, not by the number of chunks.
     """
 
-    def __init__(self, blend: str = "replace", max_chunk: int = 100, coeff: float = 0.01,
+    def __init__(self, blend: str = "replace", max_chunk: int = 100, coeff: float = ENSEMBLE_COEFF,
                  crossfade_steps: int | None = None):
         check_choice("blend", blend, BLENDS)
         if not coeff >= 0:

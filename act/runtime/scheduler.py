@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from act.runtime.plan import ActionPlan
+from act.runtime.plan import ENSEMBLE_COEFF, ActionPlan
 from common.checks import check_choice
 
 
@@ -43,7 +43,7 @@ class ChunkScheduler:
     """
 
     def __init__(self, chunk_size: int, blend: str = "replace", horizon: int | None = None, threshold: int = 0,
-                 blocking: bool = True, coeff: float = 0.01, crossfade_steps: int | None = None):
+                 blocking: bool = True, coeff: float = ENSEMBLE_COEFF, crossfade_steps: int | None = None):
         self.chunk_size = int(chunk_size)
         self.horizon = self.chunk_size if horizon is None else int(horizon)
         if not 1 <= self.horizon <= self.chunk_size:
