@@ -25,8 +25,8 @@ test-slow: install
 
 # The main job: install, record 100 demos, train the CPU quickstart ACT, evaluate 50 episodes, plot.
 # Under 45 minutes on 2 CPU cores; rerun to resume. Extra Hydra overrides: make demo ARGS="...".
-# make demo TASK=insertion: the same recipe on insertion, into outputs/demo_insertion.
-DEMO_TASK_ARGS := $(if $(filter transfer_cube,$(TASK)),,task=$(TASK) demo.dir=outputs/demo_$(TASK))
+# make demo TASK=insertion: the quickstart's recipe on insertion (experiment=cpu_quickstart_insertion).
+DEMO_TASK_ARGS := $(if $(filter transfer_cube,$(TASK)),,experiment=cpu_quickstart_$(TASK))
 demo:
 	@DEMO_START=$$(date +%s); $(MAKE) --no-print-directory install && \
 	DEMO_START=$$DEMO_START $(PY) scripts/demo.py $(DEMO_TASK_ARGS) $(ARGS)

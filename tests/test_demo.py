@@ -87,18 +87,19 @@ def test_interrupted_training_saves_a_checkpoint_that_resumes_exactly(demos, tmp
     assert not (tmp_path / "resumed" / "checkpoints" / "interrupted.ckpt").exists()
 
 
-def test_make_demo_task_runs_the_recipe_on_that_task_in_its_own_folder():
+def test_make_demo_task_runs_that_task_s_quickstart():
     def demo_args(*args):  # what `make demo` passes to scripts/demo.py before ARGS (read, nothing run:
         # `make -n demo` would run the recipe, whose line calls $(MAKE))
         show = "--eval=show-demo-args: ; @echo '[$(DEMO_TASK_ARGS)]'"
         return subprocess.run(["make", "-s", show, "show-demo-args", *args], cwd=ROOT, capture_output=True,
                               text=True, check=True).stdout.strip()
-    assert demo_args("TASK=insertion") == "[task=insertion demo.dir=outputs/demo_insertion]"
+    assert demo_args("TASK=insertion") == "[experiment=cpu_quickstart_insertion]"
     assert demo_args() == demo_args("TASK=transfer_cube") == "[]"
 
 
 @pytest.mark.parametrize("overrides, task, size, quality, steps, weights", [
     (["experiment=cpu_quickstart"], "transfer_cube", [120, 160], "fast", None, None),  # steps: chosen by measurement
+    (["experiment=cpu_quickstart_insertion"], "insertion", [120, 160], "fast", None, None),
     (["experiment=paper"], "transfer_cube", [480, 640], "paper", 10000, "imagenet"),
     (["experiment=paper", "task=insertion"], "insertion", [480, 640], "paper", 10000, "imagenet"),
 ])
@@ -113,6 +114,9 @@ def test_experiments_compose_with_their_demo_blocks(overrides, task, size, quali
     assert cfg.policy.model.backbone_weights == weights and evaluation.seed == 100000 and evaluation.num_episodes == 50
     assert cfg.out_dir == f"{cfg.demo.dir}/train" and cfg.policy._target_ == "act.lit_module.ACTLitModule"
     assert cfg.data.chunk_size == cfg.policy.model.chunk_size
+    if overrides[0].startswith("experiment=cpu_quickstart"):  # each task's demos and run in their own folders
+        assert cfg.data.dataset_dir == f"datasets/quickstart_{task}"
+        assert cfg.demo.dir == {"transfer_cube": "outputs/demo", "insertion": "outputs/demo_insertion"}[task]
     if overrides[0] == "experiment=paper":  # the paper's network, optimiser and execution, unchanged
         assert cfg.policy.model.chunk_size == 100 and cfg.policy.model.hidden_dim == 512 and cfg.policy.model.ff_dim == 3200
         assert cfg.policy.optimizer.lr == 1e-5 and cfg.data.batch_size == 8 and cfg.policy.kl_weight == 10
