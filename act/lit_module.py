@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from act.model import ACTConfig
-from act.model.checkpoint import (CHECKPOINT_HINT, DEPLOYMENT_DEFAULTS, CheckpointError, read_checkpoint,  # noqa: F401
+from act.model.checkpoint import (CHECKPOINT_HINT, CheckpointError, deployment_values, read_checkpoint,  # noqa: F401
                                   upgrade_hparams, upgrade_state_dict)
 from act.model.loss import act_loss
 from act.model.normalized import IMAGENET_MEAN, IMAGENET_STD, STAT_KEYS, NormalizedACT, check_crop  # noqa: F401
@@ -62,8 +62,8 @@ class ACTLitModule(L.LightningModule):
             around it; None: the whole image. Training and deployment crop the same way, here.
         val_posterior: also validate with z = mu of the posterior (``val_posterior/l1``).
         deployment: what the training data says the policy will see, set by ``scripts/train.py``
-            from the dataset (``DEPLOYMENT_DEFAULTS`` for what is left out): ``camera_names`` (in
-            the order the policy sees them), ``image_size`` (H, W), ``stats``
+            from the dataset (``act.model.checkpoint.DEPLOYMENT_DEFAULTS`` for what is left out):
+            ``camera_names`` (in the order the policy sees them), ``image_size`` (H, W), ``stats``
             (``qpos_mean``/``qpos_std``/``action_mean``/``action_std``), ``task`` (for evaluation
             defaults) and ``render_quality`` of the images (evaluation renders the same way).
         train_config: the resolved training config, stored in the checkpoint for provenance.
@@ -80,9 +80,7 @@ class ACTLitModule(L.LightningModule):
                  deployment: dict | None = None, train_config: dict | None = None):
         super().__init__()
         self.save_hyperparameters(ignore=["optimizer"])
-        for key in deployment or {}:
-            check_choice("deployment key", key, DEPLOYMENT_DEFAULTS)
-        meta = {**DEPLOYMENT_DEFAULTS, **(deployment or {})}
+        meta = deployment_values(deployment)
         config = ACTConfig(**{**dict(model), "num_cameras": len(meta["camera_names"])})
         if kl_weight < 0:
             raise ValueError(f"kl_weight must be >= 0, got {kl_weight}")

@@ -21,12 +21,14 @@ from omegaconf import DictConfig, OmegaConf
 from act.eval.harness import build_spec, evaluate_with_bar
 from common.io import atomic_path, write_json
 
+
 def cell_config(cfg: DictConfig, mode: dict, latency_ms: float, out: Path) -> DictConfig:
     """eval.yaml's defaults with this cell's settings: the table's execution, changed by ``mode``."""
-    return OmegaConf.merge(hydra.compose(config_name="eval"), {"task": None, "ckpt_path": cfg.ckpt_path, "num_episodes": cfg.num_episodes,
-                                  "seed": cfg.seed, "workers": cfg.workers, "batch_envs": cfg.batch_envs,
-                                  "num_videos": 0, "latency_ms": latency_ms, "out_dir": str(out),
-                                  "logger": {"wandb": False}, "execution": cfg.execution}, {"execution": mode})
+    cell = {"task": None, "ckpt_path": cfg.ckpt_path, "num_episodes": cfg.num_episodes, "seed": cfg.seed,
+            "workers": cfg.workers, "batch_envs": cfg.batch_envs, "num_videos": 0, "latency_ms": latency_ms,
+            "out_dir": str(out), "logger": {"wandb": False}, "execution": cfg.execution}
+    return OmegaConf.merge(hydra.compose(config_name="eval"), cell, {"execution": mode})
+
 
 def row(name: str, latency_ms: float, metrics: dict, zero: dict | None) -> dict:
     kept = metrics["success_rate"] / zero["success_rate"] if zero and zero["success_rate"] > 0 else None
@@ -35,6 +37,7 @@ def row(name: str, latency_ms: float, metrics: dict, zero: dict | None) -> dict:
             "kept_of_zero_latency": kept, "held_share": metrics["ticks_without_fresh_action"]["share"],
             "jerk": metrics["mean_action_jerk"], "switch_jump": metrics["chunk_switch_jump"]["mean"],
             "queries": metrics["latency_ms_per_query"]["queries"]}
+
 
 def markdown(rows: list[dict], cfg: DictConfig) -> str:
     latencies = list(cfg.latencies_ms)
@@ -57,6 +60,7 @@ def markdown(rows: list[dict], cfg: DictConfig) -> str:
         lines.append(f"| {r['mode']} | {r['latency_ms']:g} | {r['held_share']:.1%} | {r['jerk'] or 0:.4f} | "
                      f"{r['switch_jump'] or 0:.4f} | {r['queries']} |")
     return "\n".join(lines) + "\n"
+
 
 @hydra.main(config_path="../configs", config_name="latency_table", version_base="1.3")
 def main(cfg: DictConfig) -> list[dict]:
@@ -92,6 +96,7 @@ def main(cfg: DictConfig) -> list[dict]:
         tmp.write_text(markdown(rows, cfg))
     print(markdown(rows, cfg))
     return rows
+
 
 if __name__ == "__main__":
     main()

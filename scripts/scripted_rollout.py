@@ -35,7 +35,7 @@ def main(cfg: DictConfig) -> dict:
     video_recorder = None
     if cfg.num_videos > 0:
         video_recorder = DemonstrationRecorder(task.name, cameras=task.cameras, image_size=task.image_size,
-                                      render_quality=task.render_quality, noise=cfg.noise)
+                                               render_quality=task.render_quality, noise=cfg.noise)
 
     episodes, videos = [], []
     start = time.perf_counter()

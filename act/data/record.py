@@ -136,7 +136,7 @@ def _init_worker(settings: RecordSettings, threads: int | None) -> None:
         os.environ.setdefault("LP_NUM_THREADS", str(threads))
     _SETTINGS = settings
     _RECORDER = DemonstrationRecorder(settings.task, cameras=settings.cameras, image_size=settings.image_size,
-                             render_quality=settings.render_quality, noise=settings.noise)
+                                      render_quality=settings.render_quality, noise=settings.noise)
 
 
 def _record_seed(seed: int) -> dict:

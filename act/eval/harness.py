@@ -84,8 +84,7 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
         options["latency_ticks"] = latency_ticks(latency["latency_ms"])
         probe.latency_ticks = options["latency_ticks"]  # for its description; the workers build their own
         task = chosen_task or probe.task
-        if task not in TASKS:
-            raise ValueError(f"task {task!r} is unknown; pass task=<{'|'.join(TASKS)}>")
+        check_setting("task", task, TASKS)
         make_policy = functools.partial(ACTPolicy.load, str(path), **options)
         cameras, image_size = tuple(probe.camera_names), tuple(probe.image_size)
         quality = cfg.render_quality or probe.render_quality or "paper"

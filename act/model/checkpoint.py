@@ -18,6 +18,7 @@ import torch
 
 from act.model.act import ACTConfig
 from act.model.normalized import STAT_KEYS, NormalizedACT
+from common.checks import check_choice
 
 CHECKPOINT_HINT = "give a .ckpt file written by scripts/train.py (e.g. <run>/checkpoints/last.ckpt)"
 NET_PREFIX = "net."
@@ -67,6 +68,13 @@ def upgrade_state_dict(state_dict: dict, prefix: str = "") -> dict:
     return state_dict
 
 
+def deployment_values(deployment: dict | None) -> dict:
+    """Every deployment value: the given ones, defaults for those missing or None; unknown keys refused."""
+    for key in deployment or {}:
+        check_choice("deployment key", key, DEPLOYMENT_DEFAULTS)
+    return {**DEPLOYMENT_DEFAULTS, **{k: v for k, v in (deployment or {}).items() if v is not None}}
+
+
 def upgrade_hparams(hparams: dict) -> dict:
     """A copy of a checkpoint's hyper-parameters in the current layout: deployment values that
     older checkpoints keep at the top level moved under ``deployment``."""
@@ -91,7 +99,7 @@ def network_from_hparams(hparams: dict, channels_last: bool = True) -> Normalize
     downloads or reads the pretraining file.
     """
     hparams = upgrade_hparams(hparams)
-    meta = {**DEPLOYMENT_DEFAULTS, **{k: v for k, v in hparams["deployment"].items() if v is not None}}
+    meta = deployment_values(hparams["deployment"])
     model = {**dict(hparams.get("model") or {}), "num_cameras": len(meta["camera_names"]), "backbone_weights": None}
     return NormalizedACT(ACTConfig(**model), stats=meta["stats"], camera_names=list(meta["camera_names"]),
                          image_size=meta["image_size"], image_crop=hparams.get("image_crop"), task=meta["task"],

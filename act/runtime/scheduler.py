@@ -1,8 +1,8 @@
 """When to query the network and which action each 50 Hz control tick plays: one scheduler for
 synchronous and asynchronous execution.
 
-Chunks decouple the control rate from the inference rate (the ACT paper, "Action Chunking and Temporal Ensemble"): a chunk of k actions
-can be played at 50 Hz while the next is computed. The scheduler keeps a plan of actions by tick
+Chunks decouple the control rate from the inference rate (the ACT paper, "Action Chunking and
+Temporal Ensemble"): a chunk of k actions can be played at 50 Hz while the next is computed. The scheduler keeps a plan of actions by tick
 (``ActionPlan``) and asks for a query whenever no query is in flight and the plan holds at most
 ``threshold`` actions from the current tick on; a query uses the newest observation and plays, of
 its chunk, the actions for ticks ``obs_tick .. obs_tick + horizon - 1`` that are still ahead.
