@@ -16,10 +16,9 @@ import numpy as np
 import torch
 
 from act.model import ACTConfig
-from act.model.checkpoint import (CHECKPOINT_HINT, CheckpointError, deployment_values, read_checkpoint,  # noqa: F401
-                                  upgrade_hparams, upgrade_state_dict)
+from act.model.checkpoint import deployment_values, read_checkpoint, upgrade_hparams, upgrade_state_dict
 from act.model.loss import act_loss
-from act.model.normalized import IMAGENET_MEAN, IMAGENET_STD, STAT_KEYS, NormalizedACT, check_crop  # noqa: F401
+from act.model.normalized import STAT_KEYS, NormalizedACT
 from common.checks import check_choice
 
 LR_SCHEDULES = ("constant", "cosine")

@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from act.callbacks import ResumableCSVLogger, SafeCheckpointIO
 from act.data.datamodule import ACTDataModule
 from act.data.schema import EpisodeFormatError
-from act.lit_module import CheckpointError, read_checkpoint, upgrade_hparams
+from act.model.checkpoint import CheckpointError, read_checkpoint, upgrade_hparams
 from act.precision import resolve_precision
 from common.io import unwritable_reason
 

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 import hydra
-import numpy as np
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from act.eval.backends import GymAlohaEnv, make_eval_env
+from act.eval.backends import make_eval_env
 from act.eval.expert import ScriptedReplayPolicy
 from act.eval.harness import evaluate_with_bar
 from act.eval.rollout import EvalSpec, evaluate, run_episodes

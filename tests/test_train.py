@@ -89,7 +89,7 @@ def test_checkpoint_alone_rebuilds_the_policy(demos, tmp_path):
 @pytest.mark.parametrize("extra, error, message", [
     (["policy.model.chunk_size=500"], ConfigError, "chunk_size=500 is longer than the shortest episode"),
     (["task.cameras=[angle]"], DatasetError, r"\['angle'\] not in dataset"),
-    ([f"task.image_size=[48,64]"], ConfigError, "episodes in .* are 32x32"),
+    (["task.image_size=[48,64]"], ConfigError, "episodes in .* are 32x32"),
     (["trainer.max_steps=0"], ConfigError, "max_steps"),
     (["policy.lr_schedule=cosine", "policy.lr_warmup_steps=5", "trainer.max_steps=5"], ConfigError,
      r"lr_schedule=cosine needs trainer.max_steps \(5\) > policy.lr_warmup_steps \(5\)"),
