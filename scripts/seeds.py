@@ -50,8 +50,11 @@ def parse(argv: list[str]) -> tuple[list[int], Path, list[str]]:
 
 def spread(summaries: dict[int, dict]) -> dict:
     rates = [s["success_rate"] for s in summaries.values()]
+    stages = sorted({k for s in summaries.values() for k in s["stage_rates"]}, key=int)
+    stage_means = {k: sum(s["stage_rates"].get(k, 0.0) for s in summaries.values()) / len(summaries)
+                   for k in stages}  # reward stage -> mean over seeds of the rate of reaching it
     return {"seeds": sorted(summaries), "success_rates": rates, "mean": sum(rates) / len(rates),
-            "min": min(rates), "max": max(rates),
+            "min": min(rates), "max": max(rates), "stage_means": stage_means,
             "per_seed": {str(k): {key: v[key] for key in ("success_rate", "success_rate_ci95", "successes",
                                                           "num_episodes", "stage_rates", "wall_time_s")}
                          for k, v in sorted(summaries.items())}}
@@ -80,6 +83,7 @@ def main(argv: list[str]) -> int:
               f"(95% CI {low:.2f}-{high:.2f}) | {stages} | train {s['wall_time_s']['train'] / 60:.1f} min")
     print(f"success over {len(seeds)} training seeds: mean {result['mean']:.2f}, range "
           f"{result['min']:.2f}-{result['max']:.2f} | {folder / 'seeds.json'}")
+    print("stage rates, mean over seeds: " + " ".join(f">={k}:{v:.2f}" for k, v in result["stage_means"].items()))
     print("=" * 100)
     return 0
 

@@ -32,11 +32,15 @@ def test_bad_arguments_are_one_line_errors(argv, message):
 
 
 def test_spread_is_mean_and_range():
-    run = {"success_rate_ci95": [0, 1], "successes": 0, "num_episodes": 50, "stage_rates": {}, "wall_time_s": {}}
-    result = seeds_script.spread({0: {**run, "success_rate": 0.8}, 2: {**run, "success_rate": 0.9},
-                                  1: {**run, "success_rate": 0.7}})
+    run = {"success_rate_ci95": [0, 1], "successes": 0, "num_episodes": 50, "wall_time_s": {}}
+    result = seeds_script.spread({0: {**run, "success_rate": 0.8, "stage_rates": {"1": 1.0, "10": 0.8}},
+                                  2: {**run, "success_rate": 0.9, "stage_rates": {"1": 0.9, "10": 0.9}},
+                                  1: {**run, "success_rate": 0.7, "stage_rates": {"1": 0.8, "10": 0.7}}})
     assert result["seeds"] == [0, 1, 2] and result["min"] == 0.7 and result["max"] == 0.9
     assert result["mean"] == pytest.approx(0.8) and set(result["per_seed"]) == {"0", "1", "2"}
+    # Stages in reward order (numeric, not text), each the mean over seeds.
+    assert list(result["stage_means"]) == ["1", "10"]
+    assert result["stage_means"]["1"] == pytest.approx(0.9) and result["stage_means"]["10"] == pytest.approx(0.8)
 
 
 @pytest.mark.slow
