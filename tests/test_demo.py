@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import signal
 import subprocess
@@ -12,12 +11,9 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+import scripts.demo as demo_script
 from act.train import ConfigError, train
 from helpers import CONFIGS, ROOT, assert_same_weights, make_cfg, tiny_overrides
-
-_spec = importlib.util.spec_from_file_location("demo_script", ROOT / "scripts" / "demo.py")
-demo_script = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(demo_script)
 
 
 def demo_overrides(tmp_path, *extra):

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
+import scripts.seeds as seeds_script
 from helpers import ROOT
 from test_demo import demo_overrides
-
-spec = importlib.util.spec_from_file_location("seeds_script", ROOT / "scripts" / "seeds.py")
-seeds_script = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(seeds_script)
 
 
 def test_arguments_split_at_the_double_dash(tmp_path):
