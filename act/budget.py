@@ -30,12 +30,24 @@ class StageEstimate:
     detail: str
 
 
-def estimate_training(module, batch_size: int, steps: int, precision: str, repeats: int = 4) -> StageEstimate:
-    """``steps`` optimiser steps of ``module`` at ``batch_size`` (CPU), from ``repeats`` timed ones."""
+def time_training_step(module, batch_size: int, precision: str, repeats: int = 4) -> float:
+    """Seconds of one optimiser step of ``module`` at ``batch_size`` (CPU): the median of ``repeats``."""
     batch = random_batch(batch_size, len(module.camera_names), module.image_size, module.config.chunk_size,
                          module.config.state_dim, module.config.action_dim)
     step = training_step_fn(module, batch, precision)
-    seconds = float(np.median(time_calls(step, repeats, warmup=2)))
+    return float(np.median(time_calls(step, repeats, warmup=2)))
+
+
+def steps_within(seconds: float, step_s: float) -> int:
+    """How many training steps of ``step_s`` seconds (timed bare) fit in ``seconds`` of a training run."""
+    return int(seconds / (TRAINER_OVERHEAD * step_s))
+
+
+def estimate_training(module, batch_size: int, steps: int, precision: str, repeats: int = 4,
+                      step_s: float | None = None) -> StageEstimate:
+    """``steps`` optimiser steps of ``module`` at ``batch_size`` (CPU), from ``repeats`` timed ones
+    (or from ``step_s``, seconds per step already timed)."""
+    seconds = step_s if step_s is not None else time_training_step(module, batch_size, precision, repeats)
     total = TRAINER_OVERHEAD * seconds * steps
     return StageEstimate("train", total, f"{steps} steps x {1000 * seconds:.0f} ms/step at batch {batch_size}, "
                                          f"{precision} ({batch_size / seconds:.1f} samples/s)")

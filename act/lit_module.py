@@ -19,6 +19,8 @@ from act.model import ACTConfig
 from act.model.checkpoint import deployment_values, read_checkpoint, upgrade_hparams, upgrade_state_dict
 from act.model.loss import act_loss
 from act.model.normalized import STAT_KEYS, NormalizedACT
+from act.training.augment import augment
+from act.training.ema import EMA
 from common.checks import check_choice
 
 LR_SCHEDULES = ("constant", "cosine")
@@ -60,6 +62,12 @@ class ACTLitModule(L.LightningModule):
             camera image (in pixels of ``image_size``), e.g. the table without the empty floor
             around it; None: the whole image. Training and deployment crop the same way, here.
         val_posterior: also validate with z = mu of the posterior (``val_posterior/l1``).
+        ema_decay: keep an exponential moving average of the weights with this decay (e.g. 0.999;
+            ``act.training.ema``); validation, evaluation and checkpoint loading for deployment use the
+            average, the raw weights keep training. None: no average.
+        augment_shift: shift each training sample's images by up to this many pixels (border
+            repeated; ``act.training.augment``). Training only. 0: off.
+        augment_color: random brightness and contrast in [1 - s, 1 + s] per training sample. 0: off.
         deployment: what the training data says the policy will see, set by ``scripts/train.py``
             from the dataset (``act.model.checkpoint.DEPLOYMENT_DEFAULTS`` for what is left out):
             ``camera_names`` (in the order the policy sees them), ``image_size`` (H, W), ``stats``
@@ -76,6 +84,7 @@ class ACTLitModule(L.LightningModule):
                  lr_backbone: float = 1e-5, lr_schedule: str = "constant", lr_warmup_steps: int = 0,
                  lr_min_ratio: float = 0.0, clip_grad_norm: float | None = None, channels_last: bool = True,
                  image_crop: Sequence[int] | None = None, val_posterior: bool = False,
+                 ema_decay: float | None = None, augment_shift: int = 0, augment_color: float = 0.0,
                  deployment: dict | None = None, train_config: dict | None = None):
         super().__init__()
         self.save_hyperparameters(ignore=["optimizer"])
@@ -103,6 +112,13 @@ class ACTLitModule(L.LightningModule):
         if clip_grad_norm is not None and not clip_grad_norm > 0:
             raise ValueError(f"clip_grad_norm must be positive or null, got {clip_grad_norm}")
         self.clip_grad_norm = clip_grad_norm
+        if isinstance(augment_shift, bool) or int(augment_shift) != augment_shift or augment_shift < 0:
+            raise ValueError(f"augment_shift must be a whole number of pixels >= 0, got {augment_shift!r}")
+        if not 0.0 <= augment_color < 1.0:
+            raise ValueError(f"augment_color must be in [0, 1), got {augment_color}")
+        self.augment_shift, self.augment_color = int(augment_shift), float(augment_color)
+        # The weight average the policy is deployed with (created after the network's weights are final).
+        self.ema = None if ema_decay is None else EMA(self.net, ema_decay)
         # Checkpoints written before the network carried its statistics name its weights model.* and
         # the statistics qpos_mean, ...: renamed on load (by Lightning's loader and on resume alike).
         self.register_load_state_dict_pre_hook(_upgrade_on_load)
@@ -123,6 +139,11 @@ class ACTLitModule(L.LightningModule):
     def model(self):
         """The bare ``ACT`` network (normalised inputs and outputs)."""
         return self.net.model
+
+    @property
+    def policy_net(self) -> NormalizedACT:
+        """The network a policy runs: the weight average when one is kept, else the trained weights."""
+        return self.net if self.ema is None else self.ema.net
 
     @property
     def camera_names(self) -> list[str]:
@@ -155,7 +176,8 @@ class ACTLitModule(L.LightningModule):
         return act_loss(out["actions"], out["target"], batch["is_pad"], out["mu"], out["logvar"], self.kl_weight)
 
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
-        out = self(batch["qpos"], batch["images"], batch["action"], batch["is_pad"])
+        images = augment(batch["images"], self.augment_shift, self.augment_color)  # identity when both are off
+        out = self(batch["qpos"], images, batch["action"], batch["is_pad"])
         losses = self._losses(out, batch)
         size = batch["qpos"].shape[0]
         self.log("train/loss", losses["loss"], prog_bar=True, batch_size=size)
@@ -163,19 +185,24 @@ class ACTLitModule(L.LightningModule):
         self.log("train/kl", losses["kl"], batch_size=size)
         return losses["loss"]
 
+    def on_train_batch_end(self, outputs, batch: Any, batch_idx: int) -> None:
+        if self.ema is not None:
+            self.ema.update(self.net, self.global_step)
+
     def validation_step(self, batch: dict, batch_idx: int) -> None:
         size = batch["qpos"].shape[0]
-        # As deployed: z = 0 (no actions given). The KL term comes from the posterior's mean
-        # and variance, which need no sampling.
-        out = self(batch["qpos"], batch["images"])
-        target = self.net.normalize_actions(batch["action"]).masked_fill(batch["is_pad"].bool()[..., None], 0.0)
-        mu, logvar = self.net.encode_latent(batch["qpos"], batch["action"], batch["is_pad"])
+        # As deployed: the policy's weights (the average, if kept) and z = 0 (no actions given).
+        # The KL term comes from the posterior's mean and variance, which need no sampling.
+        net = self.policy_net
+        out = net.outputs(batch["qpos"], batch["images"])
+        target = net.normalize_actions(batch["action"]).masked_fill(batch["is_pad"].bool()[..., None], 0.0)
+        mu, logvar = net.encode_latent(batch["qpos"], batch["action"], batch["is_pad"])
         losses = act_loss(out["actions"], target, batch["is_pad"], mu, logvar, self.kl_weight)
         self.log("val/l1", losses["l1"], prog_bar=True, batch_size=size, sync_dist=True)
         self.log("val/kl", losses["kl"], batch_size=size, sync_dist=True)
         self.log("val/loss", losses["loss"], batch_size=size, sync_dist=True)
         if self.val_posterior and mu is not None:
-            out = self.net.outputs(batch["qpos"], batch["images"], latent=mu)
+            out = net.outputs(batch["qpos"], batch["images"], latent=mu)
             l1 = act_loss(out["actions"], target, batch["is_pad"], None, None, 0.0)["l1"]
             self.log("val_posterior/l1", l1, batch_size=size, sync_dist=True)
 

@@ -85,3 +85,36 @@ def plot_run(csv_path: str | Path, metrics: dict | None, out_png: str | Path, ti
         fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
     return Path(out_png)
+
+
+def plot_curves(curve_files, out_png: str | Path, title: str | None = None) -> Path:
+    """Success on the tuning seeds (95% interval as error bars) against minutes of training, one
+    line per recipe, from ``act.pipeline.curve``'s ``curve.json`` files."""
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for path in curve_files:
+        curve = json.loads(Path(path).read_text())
+        points = sorted(curve["points"], key=lambda p: p["minute"])
+        x = [p["minute"] for p in points]
+        y = [p["success_rate"] for p in points]
+        low = [p["success_rate"] - p["ci95"][0] for p in points]
+        high = [p["ci95"][1] - p["success_rate"] for p in points]
+        ax.errorbar(x, y, yerr=[low, high], marker="o", capsize=3, label=curve.get("label") or curve["name"])
+    ax.set_xlabel("training wall time on this machine (min)")
+    ax.set_ylabel("success, tuning seeds (95% CI)")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    with atomic_path(out_png) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+    return Path(out_png)

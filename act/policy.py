@@ -69,7 +69,7 @@ def _as_predictor(network, device, precision):
     predictor already (anything with ``meta`` and a call)."""
     if hasattr(network, "meta") and callable(network):
         return network
-    net = getattr(network, "net", network)
+    net = getattr(network, "policy_net", None) or getattr(network, "net", network)  # the weight average, if kept
     if not hasattr(net, "metadata"):
         raise TypeError(f"ACTPolicy needs a NormalizedACT, an ACTLitModule or a predictor, got {type(network).__name__}")
     return EagerPredictor(net, device, precision)

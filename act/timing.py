@@ -42,6 +42,8 @@ def training_step_fn(module, batch: dict, precision: str, clip: float | None = 1
         if clip:
             torch.nn.utils.clip_grad_norm_(module.parameters(), clip)
         optimizer.step()
+        if getattr(module, "ema", None) is not None:
+            module.ema.update(module.net, 1000)
         return float(loss.detach())
 
     return step

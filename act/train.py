@@ -90,6 +90,13 @@ def build_module(cfg: DictConfig, dm: ACTDataModule) -> L.LightningModule:
     return module
 
 
+def build_probe_module(cfg: DictConfig) -> L.LightningModule:
+    """An untrained module shaped as ``cfg`` says (task cameras and image size, no dataset): for
+    timing steps and queries before the data exists."""
+    deployment = {"camera_names": list(cfg.task.cameras), "image_size": list(cfg.task.image_size)}
+    return instantiate(cfg.policy, deployment=deployment, _convert_="all")
+
+
 def build_trainer(cfg: DictConfig) -> L.Trainer:
     resolve_trainer_precision(cfg)
     if not cfg.trainer.max_steps or cfg.trainer.max_steps <= 0:

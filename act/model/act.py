@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from act.model.backbone import FEATURE_CHANNELS, ResNetBackbone, feature_hw
+from act.model.backbone import ResNetBackbone, feature_hw
 from act.model.loss import reparameterize
 from act.model.position_encoding import SinePositionEmbedding2d, sinusoid_table
 from act.model.transformer import TransformerDecoder, TransformerEncoder
@@ -37,6 +37,7 @@ class ACTConfig:
         num_cameras: cameras per sample, all through one shared backbone.
         backbone_weights: None (random), "imagenet", or the path of a ResNet-18 state dict.
         backbone_norm: "frozen_bn" (the paper) or "group_norm" (trainable; random init only).
+        backbone_layer: the last ResNet stage: 4 (the paper: stride 32) or 3 (stride 16, finer tokens).
     """
 
     state_dim: int = 14
@@ -54,6 +55,7 @@ class ACTConfig:
     num_cameras: int = 1
     backbone_weights: str | None = None
     backbone_norm: str = "frozen_bn"
+    backbone_layer: int = 4
 
     def __post_init__(self):
         for name in ("state_dim", "action_dim", "chunk_size", "hidden_dim", "ff_dim", "heads", "enc_layers",
@@ -67,6 +69,9 @@ class ACTConfig:
         if self.hidden_dim % self.heads:
             raise ValueError(f"ACTConfig.hidden_dim ({self.hidden_dim}) must be divisible by "
                              f"heads ({self.heads})")
+        if self.backbone_layer not in (3, 4):
+            raise ValueError(f"ACTConfig.backbone_layer must be 3 (layer3, stride 16) or 4 (layer4, stride 32, "
+                             f"the paper), got {self.backbone_layer!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"ACTConfig.dropout must be in [0, 1), got {self.dropout}")
         if isinstance(self.backbone_weights, os.PathLike):
@@ -90,8 +95,8 @@ class ACT(nn.Module):
         D = config.hidden_dim
         layer_args = dict(dim=D, heads=config.heads, ff_dim=config.ff_dim, dropout=config.dropout)
 
-        self.backbone = ResNetBackbone(config.backbone_weights, config.backbone_norm)
-        self.input_proj = nn.Conv2d(FEATURE_CHANNELS, D, kernel_size=1)
+        self.backbone = ResNetBackbone(config.backbone_weights, config.backbone_norm, config.backbone_layer)
+        self.input_proj = nn.Conv2d(self.backbone.out_channels, D, kernel_size=1)
         self.image_pos = SinePositionEmbedding2d(D)
         self.latent_proj = nn.Linear(config.latent_dim, D)
         self.qpos_proj = nn.Linear(config.state_dim, D)
@@ -112,8 +117,8 @@ class ACT(nn.Module):
 
     def num_tokens(self, image_hw: tuple[int, int]) -> int:
         """Main-encoder sequence length for images of size (H, W): 2 + cameras * h * w with
-        (h, w) the layer4 feature size; 302 for one 480x640 camera, 1202 for four."""
-        h, w = feature_hw(image_hw)
+        (h, w) the backbone's feature size; 302 for one 480x640 camera at layer4, 1202 for four."""
+        h, w = feature_hw(image_hw, self.config.backbone_layer)
         return NUM_EXTRA_TOKENS + self.config.num_cameras * h * w
 
     def _check_inputs(self, qpos, images, actions, is_pad) -> None:

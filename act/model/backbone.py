@@ -1,4 +1,4 @@
-"""ResNet-18 image backbone with frozen BatchNorm (or GroupNorm), returning layer4 feature maps.
+"""ResNet-18 image backbone with frozen BatchNorm (or GroupNorm), returning layer4 (or layer3) feature maps.
 
 BatchNorm statistics are frozen (as in DETR and ACT): batches of 8 images from one task are far
 too small and too correlated to re-estimate ImageNet statistics, so the buffers are used as-is.
@@ -6,6 +6,12 @@ The convolution weights still train. From random initialisation the frozen stati
 identity, so the network trains with no normalisation at all; ``norm="group_norm"`` puts a
 trainable GroupNorm (16 channels a group) in every BatchNorm's place instead, the usual choice
 for visuomotor policies trained from scratch (Diffusion Policy, Chi et al. 2023, its visual encoder).
+
+``last_layer=3`` stops after layer3: a feature map at stride 16 with 256 channels instead of stride
+32 with 512 (a 72x112 image gives 5x7 tokens instead of 3x4), and 8.4M fewer parameters. For small
+images, where a layer4 feature covers several times the object to grasp, it is the cheaper way to
+finer features than DETR's dilated layer4 ("DC5", Carion et al. 2020, Sec. 4), which keeps the
+parameters and quadruples layer4's arithmetic.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ log = logging.getLogger(__name__)
 
 RESNET18_URL = "https://download.pytorch.org/models/resnet18-f37072fd.pth"
 RESNET18_FILE = "resnet18-f37072fd.pth"
-FEATURE_CHANNELS = 512  # layer4 of ResNet-18
+LAYER_CHANNELS = {3: 256, 4: 512}  # ResNet-18's output channels of layer3 and layer4
 NORMS = ("frozen_bn", "group_norm")
 GROUP_CHANNELS = 16  # GroupNorm: channels per group
 
@@ -79,7 +85,7 @@ def conv_bn(conv: nn.Conv2d, bn: FrozenBatchNorm2d, x: torch.Tensor) -> torch.Te
 
 
 class ResNetBackbone(nn.Module):
-    """torchvision ResNet-18 (frozen BatchNorm) up to layer4; no average pooling, no classifier.
+    """torchvision ResNet-18 (frozen BatchNorm) up to layer4 (or layer3); no average pooling, no classifier.
 
     Submodule names match torchvision's (``conv1``, ``bn1``, ``layer1`` ... ``layer4``), so
     torchvision state dicts load directly.
@@ -89,25 +95,38 @@ class ResNetBackbone(nn.Module):
             ``ResNet18_Weights.IMAGENET1K_V1`` (downloaded once into the torch hub cache), or the
             path of a local ResNet-18 state dict file. See ``load_backbone_weights``.
         norm: ``frozen_bn`` (the paper) or ``group_norm`` (trainable, random initialisation only).
+        last_layer: 4 (the paper: stride 32, 512 channels) or 3 (stride 16, 256 channels; layer4
+            is not built, and its pretrained weights are not loaded).
     """
 
-    def __init__(self, weights: str | None = None, norm: str = "frozen_bn"):
+    def __init__(self, weights: str | None = None, norm: str = "frozen_bn", last_layer: int = 4):
         super().__init__()
         check_choice("backbone norm", norm, NORMS)
+        check_choice("backbone last layer", last_layer, tuple(LAYER_CHANNELS))
         if norm == "group_norm" and weights is not None:
             raise ValueError("backbone_norm=group_norm trains from random initialisation; pretrained ResNet-18 "
                              "weights come with BatchNorm statistics: use backbone_norm=frozen_bn with them")
         self.norm = norm
+        self.last_layer = last_layer
+        self.out_channels = LAYER_CHANNELS[last_layer]
+        self.stride = 2 ** (last_layer + 1)
         norm_layer = FrozenBatchNorm2d if norm == "frozen_bn" else (
             lambda channels: nn.GroupNorm(channels // GROUP_CHANNELS, channels))
         net = torchvision.models.resnet18(weights=None, norm_layer=norm_layer)
         self.conv1, self.bn1, self.relu, self.maxpool = net.conv1, net.bn1, net.relu, net.maxpool
-        self.layer1, self.layer2, self.layer3, self.layer4 = net.layer1, net.layer2, net.layer3, net.layer4
+        self.layer1, self.layer2, self.layer3 = net.layer1, net.layer2, net.layer3
+        if last_layer == 4:
+            self.layer4 = net.layer4
         if weights is not None:
             load_backbone_weights(self, weights)
 
+    def layers(self) -> list[nn.Sequential]:
+        """The residual stages in order, up to ``last_layer``."""
+        return [getattr(self, f"layer{i}") for i in range(1, self.last_layer + 1)]
+
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        """(N, 3, H, W) normalised images -> (N, 512, ceil(H/32), ceil(W/32)) layer4 features.
+        """(N, 3, H, W) normalised images -> (N, C, ceil(H/s), ceil(W/s)) features of the last stage:
+        C = 512, s = 32 for layer4; C = 256, s = 16 for layer3.
 
         Each frozen BatchNorm is folded into the convolution before it (weight x scale, shift as
         bias): the same function as conv then BatchNorm, without two passes over every
@@ -116,9 +135,11 @@ class ResNetBackbone(nn.Module):
         """
         if self.norm == "group_norm":
             x = self.maxpool(self.relu(self.bn1(self.conv1(images))))
-            return self.layer4(self.layer3(self.layer2(self.layer1(x))))
+            for layer in self.layers():
+                x = layer(x)
+            return x
         x = self.maxpool(F.relu(conv_bn(self.conv1, self.bn1, images), inplace=True))
-        for layer in (self.layer1, self.layer2, self.layer3, self.layer4):
+        for layer in self.layers():
             for block in layer:  # torchvision BasicBlock: conv-bn-relu-conv-bn, + shortcut, relu
                 out = F.relu(conv_bn(block.conv1, block.bn1, x), inplace=True)
                 out = conv_bn(block.conv2, block.bn2, out)
@@ -127,11 +148,11 @@ class ResNetBackbone(nn.Module):
         return x
 
 
-def feature_hw(image_hw: tuple[int, int]) -> tuple[int, int]:
-    """Spatial size of the layer4 feature map for an (H, W) image: each of the five stride-2
-    stages (conv1, maxpool, layer2-4) maps n to ceil(n / 2); 480x640 -> 15x20."""
+def feature_hw(image_hw: tuple[int, int], last_layer: int = 4) -> tuple[int, int]:
+    """Spatial size of the feature map for an (H, W) image: each stride-2 stage (conv1, maxpool,
+    layer2 .. last_layer) maps n to ceil(n / 2); 480x640 -> 15x20 at layer4, 30x40 at layer3."""
     h, w = image_hw
-    for _ in range(5):
+    for _ in range(last_layer + 1):
         h, w = (h + 1) // 2, (w + 1) // 2
     return h, w
 
@@ -169,7 +190,8 @@ def load_backbone_weights(module: ResNetBackbone, weights: str) -> None:
     Args:
         module: the backbone to fill.
         weights: ``"imagenet"`` (torchvision ``IMAGENET1K_V1``, from the torch hub cache or downloaded)
-            or the path of a local state dict file. Classifier keys ``fc.*`` are ignored.
+            or the path of a local state dict file. Classifier keys ``fc.*`` are ignored, and so are
+            ``layer4.*`` for a backbone that stops at layer3.
 
     Raises:
         RuntimeError: ``"imagenet"`` could not be downloaded (the message says how to fetch it by hand),
@@ -180,7 +202,8 @@ def load_backbone_weights(module: ResNetBackbone, weights: str) -> None:
         state, source = _imagenet_state_dict(), RESNET18_URL
     else:
         state, source = _local_state_dict(weights), str(weights)
-    state = {k: v for k, v in state.items() if not k.startswith("fc.")}
+    dropped = ("fc.",) if module.last_layer == 4 else ("fc.", "layer4.")
+    state = {k: v for k, v in state.items() if not k.startswith(dropped)}
     try:
         result = module.load_state_dict(state, strict=False)
     except RuntimeError as err:  # shape mismatches

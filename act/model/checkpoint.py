@@ -22,6 +22,7 @@ from common.checks import check_choice
 
 CHECKPOINT_HINT = "give a .ckpt file written by scripts/train.py (e.g. <run>/checkpoints/last.ckpt)"
 NET_PREFIX = "net."
+EMA_PREFIX = "ema.net."  # the weight average (``policy.ema_decay``): what a policy is deployed with
 # What the training data says the policy sees (``ACTLitModule``'s ``deployment``), with defaults.
 DEPLOYMENT_DEFAULTS = {"camera_names": ("top",), "image_size": (480, 640), "stats": None, "task": None,
                        "render_quality": None}
@@ -87,9 +88,11 @@ def upgrade_hparams(hparams: dict) -> dict:
 
 
 def network_state_dict(state_dict: dict) -> dict:
-    """The ``NormalizedACT`` part of a checkpoint's state dict (either layout), without the prefix."""
+    """The deployed ``NormalizedACT`` of a checkpoint's state dict (either layout), without the
+    prefix: the weight average where the run kept one, else the trained weights."""
     upgraded = upgrade_state_dict(dict(state_dict))
-    return {k[len(NET_PREFIX):]: v for k, v in upgraded.items() if k.startswith(NET_PREFIX)}
+    prefix = EMA_PREFIX if any(k.startswith(EMA_PREFIX) for k in upgraded) else NET_PREFIX
+    return {k[len(prefix):]: v for k, v in upgraded.items() if k.startswith(prefix)}
 
 
 def network_from_hparams(hparams: dict, channels_last: bool = True) -> NormalizedACT:

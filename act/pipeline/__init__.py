@@ -1,0 +1,1 @@
+"""The pipelines around training: `make demo`, seeds, learning curves."""

@@ -1,0 +1,108 @@
+"""Learning curves: closed-loop success against minutes of training on this machine.
+
+One training run per recipe saves checkpoints at fixed marks of its wall time
+(``act.training.marks``); each is scored on the tuning seeds (200000.., never the held-out
+100000.. that results are reported on); every recipe under one folder goes on one figure. A
+recipe decision cites such a curve: it compares recipes by what a user pays, minutes, so a
+recipe with cheaper steps is credited with taking more of them.
+
+A mark before the end is a checkpoint in the middle of its run's learning-rate schedule, not the
+end of a shorter run: the last point of each curve is the recipe as shipped for that budget.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from act.budget import minutes, steps_within, time_training_step
+from act.eval.harness import build_spec, evaluate_and_save, summary_line
+from act.precision import resolve_precision
+from act.train import ConfigError, build_probe_module, train
+from act.training.marks import mark_name
+from common.io import write_json
+
+TUNING_SEED = 200000  # recipe choices are scored here, never on the held-out 100000..
+
+
+def plan_steps(cfg: DictConfig, plan_path: Path) -> dict:
+    """``trainer.max_steps`` for ``curve.train_min`` minutes, timed here once and kept in
+    ``plan_path`` (a rerun resumes with the same schedule); an explicit ``curve.max_steps`` wins."""
+    if plan_path.is_file():
+        return json.loads(plan_path.read_text())
+    if cfg.curve.max_steps:
+        plan = {"max_steps": int(cfg.curve.max_steps), "step_s": None, "train_min": None}
+    else:
+        module = build_probe_module(cfg)
+        precision = resolve_precision(str(cfg.trainer.precision), "cpu").precision
+        step_s = time_training_step(module, int(cfg.data.batch_size), precision, repeats=8)
+        steps = steps_within(60.0 * float(cfg.curve.train_min), step_s)
+        plan = {"max_steps": steps, "step_s": step_s, "train_min": float(cfg.curve.train_min)}
+    if plan["max_steps"] <= int(cfg.policy.lr_warmup_steps):
+        raise ConfigError(f"{plan['max_steps']} steps fit in curve.train_min={cfg.curve.train_min}: fewer than the "
+                          f"warm-up ({cfg.policy.lr_warmup_steps}); give more minutes")
+    write_json(plan_path, plan)
+    return plan
+
+
+def score(cfg: DictConfig, ckpt: Path, out_dir: Path) -> dict:
+    """Closed-loop success of ``ckpt`` on the tuning seeds (kept in ``out_dir/metrics.json``)."""
+    metrics_path = out_dir / "metrics.json"
+    if metrics_path.is_file():
+        return json.loads(metrics_path.read_text())
+    eval_cfg = hydra.compose(config_name="eval")
+    eval_cfg = OmegaConf.merge(eval_cfg, {"execution": cfg.execution}, cfg.curve.eval,
+                               {"ckpt_path": str(ckpt), "out_dir": str(out_dir), "logger": {"wandb": False}})
+    if int(eval_cfg.seed) < TUNING_SEED:
+        raise ConfigError(f"curve.eval.seed={eval_cfg.seed}: learning curves choose recipes, so they score on the "
+                          f"tuning seeds {TUNING_SEED}.. (held-out results use 100000..)")
+    spec, described = build_spec(eval_cfg)
+    metrics, _ = evaluate_and_save(eval_cfg, spec, described)
+    print(f"      {ckpt.name}: {summary_line(metrics)}", flush=True)
+    return metrics
+
+
+def run_curve(cfg: DictConfig) -> dict:
+    """Train ``cfg`` for ``curve.train_min`` minutes with checkpoints at ``curve.marks_min``, score
+    every mark and the end, write ``<dir>/<name>/curve.json`` and plot every curve in ``<dir>``."""
+    root = Path(cfg.curve.dir) / str(cfg.curve.name)
+    plan = plan_steps(cfg, root / "plan.json")
+    ckpt_dir = Path(cfg.out_dir) / "checkpoints"
+    with open_dict(cfg):
+        cfg.trainer.max_steps = plan["max_steps"]
+        cfg.callbacks.marks = {"_target_": "act.training.marks.WallClockCheckpoints",
+                               "marks_min": list(cfg.curve.marks_min), "dirpath": str(ckpt_dir)}
+    marks_path = ckpt_dir / "marks.json"
+    marks = json.loads(marks_path.read_text()) if marks_path.is_file() else {}
+    if not marks.get("final"):
+        print(f"[1/2] training {cfg.curve.name}: {plan['max_steps']} steps"
+              + (f" (~{plan['train_min']:g} min at {1000 * plan['step_s']:.0f} ms/step, timed here)"
+                 if plan["step_s"] else "") + f" -> {cfg.out_dir}", flush=True)
+        start = time.perf_counter()
+        train(cfg)
+        print(f"      trained in {minutes(time.perf_counter() - start)}", flush=True)
+        marks = json.loads(marks_path.read_text())
+    points = [dict(m, ckpt=str(ckpt_dir / mark_name(m["minute"]))) for m in marks["marks"]]
+    final = marks["final"]
+    points.append({"minute": final["elapsed_s"] / 60.0, "step": final["step"], "elapsed_s": final["elapsed_s"],
+                   "ckpt": str(ckpt_dir / "last.ckpt"), "final": True})
+    print(f"[2/2] scoring {len(points)} checkpoints on the tuning seeds", flush=True)
+    for point in points:
+        name = "final" if point.get("final") else f"minute{point['minute']:g}"
+        metrics = score(cfg, Path(point["ckpt"]), root / "eval" / name)
+        point.update(success_rate=metrics["success_rate"], ci95=metrics["success_rate_ci95"],
+                     successes=metrics["successes"], num_episodes=metrics["num_episodes"],
+                     stage_rates=metrics["stage_rates"])
+    curve = {"name": str(cfg.curve.name), "label": str(cfg.curve.label or cfg.curve.name), "plan": plan,
+             "points": points, "overrides": list(cfg.curve.get("overrides") or [])}
+    write_json(root / "curve.json", curve)
+    from act.plot import plot_curves  # matplotlib only when plotting
+
+    png = plot_curves(sorted(Path(cfg.curve.dir).glob("*/curve.json")), Path(cfg.curve.dir) / "curves.png",
+                      title=cfg.curve.title)
+    print(f"curve: {root / 'curve.json'} | figure: {png}")
+    return curve

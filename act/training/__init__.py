@@ -1,0 +1,1 @@
+"""Training: what turns batches into weights (augmentation, weight averaging)."""

@@ -1,0 +1,32 @@
+"""Closed-loop success against minutes of training, one figure for many recipes.
+
+    python scripts/learning_curve.py curve.name=quickstart curve.train_min=12.7
+    python scripts/learning_curve.py curve.name=layer3 policy.model.backbone_layer=3 curve.marks_min=[4,8]
+
+Settings: configs/learning_curve.yaml (and all of train.yaml). Rerunning resumes training and
+scores only what is missing. See act/pipeline/curve.py.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from act.data.episodes import DatasetError
+from act.pipeline.curve import run_curve
+from act.train import ConfigError
+
+
+@hydra.main(config_path="../configs", config_name="learning_curve", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    try:
+        run_curve(cfg)
+    except (ConfigError, DatasetError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
