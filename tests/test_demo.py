@@ -11,7 +11,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import scripts.demo as demo_script
+import act.pipeline.demo as demo_pipeline
 from act.train import ConfigError, train
 from helpers import CONFIGS, ROOT, assert_same_weights, make_cfg, tiny_overrides
 
@@ -60,12 +60,12 @@ def test_demo_runs_every_stage_then_resumes_without_repeating(run_script, tmp_pa
     (["demo.checkpoint=first"], "demo.checkpoint='first' is unknown; valid: last, best"),
 ])
 def test_demo_rejects_unworkable_settings(tmp_path, extra, message):
-    # In-process (the subprocess path to `error: ...` and exit 2 is the next test's): scripts/demo.py's
+    # In-process (the subprocess path to `error: ...` and exit 2 is the next test's): act/pipeline/demo.py's
     # run() on the composed config refuses before recording or training anything.
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("demo", overrides=demo_overrides(tmp_path, *extra))
         with pytest.raises((ConfigError, ValueError)) as info:
-            demo_script.run(cfg)
+            demo_pipeline.run(cfg)
     assert message in str(info.value)
     assert not (tmp_path / "data").exists() and not (tmp_path / "demo" / "train" / "checkpoints").exists()
 

@@ -35,7 +35,10 @@ def plan_steps(cfg: DictConfig, plan_path: Path) -> dict:
     if plan_path.is_file():
         return json.loads(plan_path.read_text())
     if cfg.curve.max_steps:
-        plan = {"max_steps": int(cfg.curve.max_steps), "step_s": None, "train_min": None}
+        plan = {"max_steps": int(cfg.curve.max_steps), "step_s": cfg.curve.step_s, "train_min": None}
+    elif cfg.curve.step_s:
+        steps = steps_within(60.0 * float(cfg.curve.train_min), float(cfg.curve.step_s))
+        plan = {"max_steps": steps, "step_s": float(cfg.curve.step_s), "train_min": float(cfg.curve.train_min)}
     else:
         module = build_probe_module(cfg)
         precision = resolve_precision(str(cfg.trainer.precision), "cpu").precision
@@ -75,13 +78,14 @@ def run_curve(cfg: DictConfig) -> dict:
     with open_dict(cfg):
         cfg.trainer.max_steps = plan["max_steps"]
         cfg.callbacks.marks = {"_target_": "act.training.marks.WallClockCheckpoints",
-                               "marks_min": list(cfg.curve.marks_min), "dirpath": str(ckpt_dir)}
+                               "marks_min": list(cfg.curve.marks_min), "dirpath": str(ckpt_dir),
+                               "step_s": cfg.curve.step_s}
     marks_path = ckpt_dir / "marks.json"
     marks = json.loads(marks_path.read_text()) if marks_path.is_file() else {}
     if not marks.get("final"):
         print(f"[1/2] training {cfg.curve.name}: {plan['max_steps']} steps"
-              + (f" (~{plan['train_min']:g} min at {1000 * plan['step_s']:.0f} ms/step, timed here)"
-                 if plan["step_s"] else "") + f" -> {cfg.out_dir}", flush=True)
+              + (f" (~{plan['train_min']:g} min at {1000 * plan['step_s']:.0f} ms/step)"
+                 if plan["train_min"] else "") + f" -> {cfg.out_dir}", flush=True)
         start = time.perf_counter()
         train(cfg)
         print(f"      trained in {minutes(time.perf_counter() - start)}", flush=True)

@@ -1,0 +1,159 @@
+"""The levers of the CPU recipe (issue 22): a stride-16 backbone, an EMA of the weights, training-only
+image augmentation, checkpoints at wall-clock marks, and a demo that fits its steps to its budget."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+import act.pipeline.demo as demo_pipeline
+from act.budget import TRAINER_OVERHEAD, steps_within
+from act.model import ACT, ACTConfig
+from act.model.backbone import ResNetBackbone, feature_hw
+from act.model.checkpoint import load_network, read_checkpoint
+from act.train import train
+from act.training import marks as marks_module
+from act.training.augment import color_jitter, random_shift
+from act.training.ema import EMA, ema_decay_at
+from helpers import assert_same_weights, make_cfg
+
+
+# -- backbone_layer ----------------------------------------------------------------------------
+def test_layer3_backbone_halves_the_stride_and_drops_layer4():
+    full, short = ResNetBackbone(last_layer=4), ResNetBackbone(last_layer=3)
+    images = torch.randn(2, 3, 72, 112)
+    assert full(images).shape == (2, 512, 3, 4) and short(images).shape == (2, 256, 5, 7)
+    assert feature_hw((72, 112), 4) == (3, 4) and feature_hw((72, 112), 3) == (5, 7)
+    dropped = sum(p.numel() for p in full.parameters()) - sum(p.numel() for p in short.parameters())
+    assert dropped == sum(p.numel() for p in full.layer4.parameters()) and 8.3e6 < dropped < 8.5e6
+    # A ResNet-18 state dict (with layer4) loads into the shorter backbone: layer4 is ignored.
+    from act.model.backbone import load_backbone_weights
+
+    path = f"{pytest.importorskip('tempfile').mkdtemp()}/resnet18.pth"
+    torch.save(full.state_dict(), path)
+    load_backbone_weights(short, path)
+    torch.testing.assert_close(short.layer3[0].conv1.weight, full.layer3[0].conv1.weight)
+
+
+def test_layer3_network_has_more_tokens_and_refuses_other_layers():
+    config = ACTConfig(hidden_dim=32, ff_dim=64, heads=2, enc_layers=1, vae_enc_layers=1, chunk_size=5,
+                       backbone_layer=3, backbone_norm="group_norm")
+    model = ACT(config)
+    assert model.num_tokens((72, 112)) == 2 + 5 * 7
+    out = model(torch.randn(2, 14), torch.randn(2, 1, 3, 72, 112))
+    assert out["actions"].shape == (2, 5, 14)
+    with pytest.raises(ValueError, match="backbone_layer must be 3 .* or 4"):
+        ACTConfig(backbone_layer=2)
+
+
+# -- EMA ---------------------------------------------------------------------------------------
+def test_ema_is_the_weighted_average_with_a_warm_up():
+    net = torch.nn.Linear(3, 2)
+    ema = EMA(net, decay=0.9)
+    old = ema.net.weight.clone()
+    with torch.no_grad():
+        net.weight.add_(1.0)
+    ema.update(net, step=1000)  # past the warm-up: d = 0.9
+    torch.testing.assert_close(ema.net.weight, 0.9 * old + 0.1 * net.weight)
+    assert ema_decay_at(0.999, 0) == pytest.approx(0.1) and ema_decay_at(0.999, 10**6) == 0.999
+    assert not any(p.requires_grad for p in ema.net.parameters())
+    ema.train()
+    assert not ema.net.training  # never in training mode: no dropout in what is evaluated
+    with pytest.raises(ValueError, match="ema_decay must be in"):
+        EMA(net, decay=1.0)
+
+
+def test_ema_weights_are_deployed_and_resume_exactly(demos, tmp_path):
+    levers = ["policy.ema_decay=0.9", "policy.augment_shift=2", "policy.augment_color=0.2",
+              "policy.model.backbone_layer=3"]
+    train(make_cfg(demos, tmp_path / "straight", "trainer.max_steps=6", *levers))
+    train(make_cfg(demos, tmp_path / "first", "trainer.max_steps=3", *levers))
+    train(make_cfg(demos, tmp_path / "resumed", "trainer.max_steps=6", *levers,
+                   f"ckpt_path={tmp_path / 'first' / 'checkpoints' / 'last.ckpt'}"))
+    last = tmp_path / "straight" / "checkpoints" / "last.ckpt"
+    assert_same_weights(last, tmp_path / "resumed" / "checkpoints" / "last.ckpt")  # average, shifts, jitter
+    state = read_checkpoint(last)["state_dict"]
+    key = "model.action_head.weight"
+    assert not torch.equal(state[f"net.{key}"], state[f"ema.net.{key}"])
+    torch.testing.assert_close(load_network(last).state_dict()[key], state[f"ema.net.{key}"])
+
+
+# -- augmentation ------------------------------------------------------------------------------
+def test_random_shift_moves_every_camera_of_a_sample_together():
+    images = torch.arange(2 * 2 * 3 * 6 * 8, dtype=torch.float32).view(2, 2, 3, 6, 8)
+    assert random_shift(images, 0) is images
+    shifted = random_shift(images, 2, torch.Generator().manual_seed(0))
+    dy, dx = torch.randint(-2, 3, (2, 2, 1), generator=torch.Generator().manual_seed(0))
+    for b in range(2):
+        rows = (torch.arange(6) + dy[b]).clamp(0, 5)
+        cols = (torch.arange(8) + dx[b]).clamp(0, 7)
+        torch.testing.assert_close(shifted[b], images[b][:, :, rows][:, :, :, cols])
+    assert shifted.dtype == images.dtype and random_shift(images.to(torch.uint8), 2).dtype == torch.uint8
+
+
+def test_color_jitter_stays_in_range_and_is_off_at_zero():
+    images = torch.randint(0, 256, (4, 1, 3, 8, 8), dtype=torch.uint8)
+    assert color_jitter(images, 0.0) is images
+    out = color_jitter(images, 0.5, torch.Generator().manual_seed(1))
+    assert out.dtype == torch.float32 and out.min() >= 0 and out.max() <= 255
+    assert not torch.allclose(out, images.float())
+
+
+# -- checkpoints at wall-clock marks -------------------------------------------------------------
+def test_marks_save_checkpoints_at_minutes_of_training(demos, tmp_path, monkeypatch):
+    clock = iter(range(0, 10**6, 30))  # one reading at the first batch, then one per batch: 30 s a step
+    monkeypatch.setattr(marks_module.WallClockCheckpoints, "clock", staticmethod(lambda: float(next(clock))))
+    out = tmp_path / "run"
+    ckpts = out / "checkpoints"
+    train(make_cfg(demos, out, "trainer.max_steps=8", f"+callbacks.marks._target_=act.training.marks.WallClockCheckpoints",
+                   "+callbacks.marks.marks_min=[1,2]", f"+callbacks.marks.dirpath={ckpts}"))
+    marks = json.loads((ckpts / "marks.json").read_text())
+    assert [m["minute"] for m in marks["marks"]] == [1.0, 2.0]
+    assert [m["step"] for m in marks["marks"]] == [2, 4] and marks["final"]["step"] == 8
+    for mark in marks["marks"]:
+        assert read_checkpoint(mark["ckpt"])["global_step"] == mark["step"] and mark["elapsed_s"] >= 60 * mark["minute"]
+
+
+# -- the demo's budget -------------------------------------------------------------------------
+def demo_cfg(**demo):
+    return OmegaConf.create({"trainer": {"max_steps": 3600},
+                             "demo": {"budget_min": 45, "train_min": None, "steps_floor": 1000,
+                                      "steps_ceiling": 20000, **demo}})
+
+
+def test_demo_fits_its_steps_to_the_budget(tmp_path, monkeypatch):
+    monkeypatch.setattr(demo_pipeline, "explicit_overrides", lambda: [])
+    monkeypatch.setattr(demo_pipeline, "seconds_since_start", lambda: 600.0)  # 10 minutes spent recording
+    cfg = demo_cfg()
+    plan = demo_pipeline.choose_steps(cfg, cfg.demo, step_s=0.3, eval_s=120.0, plan_path=tmp_path / "plan.json")
+    train_s = 45 * 60 - 600 - 120 - demo_pipeline.END_MARGIN_S
+    assert plan["max_steps"] == steps_within(train_s, 0.3) == int(train_s / (TRAINER_OVERHEAD * 0.3))
+    assert "demo.budget_min=45" in plan["why"]
+    # A rerun keeps the schedule it started with, whatever the clock says now.
+    monkeypatch.setattr(demo_pipeline, "seconds_since_start", lambda: 2000.0)
+    again = demo_pipeline.choose_steps(cfg, cfg.demo, 0.5, 120.0, tmp_path / "plan.json")
+    assert again["max_steps"] == plan["max_steps"] and "kept from" in again["why"]
+
+
+def test_demo_train_min_floor_ceiling_and_explicit_steps(tmp_path, monkeypatch):
+    monkeypatch.setattr(demo_pipeline, "explicit_overrides", lambda: [])
+    cfg = demo_cfg(train_min=10)
+    plan = demo_pipeline.choose_steps(cfg, cfg.demo, 0.25, 60.0, tmp_path / "a.json")
+    assert plan["max_steps"] == steps_within(600, 0.25) and "demo.train_min=10" in plan["why"]
+    slow = demo_pipeline.choose_steps(cfg, cfg.demo, 5.0, 60.0, tmp_path / "b.json")
+    assert slow["max_steps"] == 1000 and "clamped to demo.steps_floor=1000" in slow["why"]
+    fast = demo_pipeline.choose_steps(cfg, cfg.demo, 0.001, 60.0, tmp_path / "c.json")
+    assert fast["max_steps"] == 20000 and "steps_ceiling" in fast["why"]
+    monkeypatch.setattr(demo_pipeline, "explicit_overrides", lambda: ["trainer.max_steps=123"])
+    cfg.trainer.max_steps = 123
+    assert demo_pipeline.choose_steps(cfg, cfg.demo, 0.25, 60.0, tmp_path / "d.json")["max_steps"] == 123
+
+
+def test_demo_expects_success_from_the_learning_curve():
+    demo = OmegaConf.create({"expected": [[2000, 0.6], [6000, 0.9]], "expected_source": "docs/results.md"})
+    assert demo_pipeline.expected_success(demo, 4000).startswith("about 0.75 success expected at 4000 steps")
+    assert "beyond the measured curve" in demo_pipeline.expected_success(demo, 9000)
+    assert demo_pipeline.expected_success(OmegaConf.create({"expected": []}), 100) is None
