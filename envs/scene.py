@@ -68,7 +68,7 @@ def load_physics(task: str, mode: str, render_quality: str = "fast",
         task: 'transfer_cube' or 'insertion'.
         mode: 'joint' or 'ee'.
         render_quality: 'paper' keeps the shipped shadows and 4x multisampling; 'fast' turns
-            both off (about 7x cheaper per frame on a software renderer; README, Simulation).
+            both off (about 7x cheaper per frame on a software renderer; docs/results.md, Simulation).
         max_image_size: largest (H, W) that will be rendered; sizes the offscreen buffer.
     """
     check_choice("render_quality", render_quality, RENDER_QUALITIES)

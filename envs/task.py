@@ -195,7 +195,7 @@ class BimanualTask(base.Task):
                 raise RuntimeError(
                     f"could not render camera {camera!r} with MUJOCO_GL={backend}: {err}. Headless machines "
                     "need EGL (Debian: libegl1 libgl1-mesa-dri) or OSMesa (libosmesa6, then MUJOCO_GL=osmesa); "
-                    "see the README's 'Rendering' section.") from err
+                    "see docs/simulation.md, 'Rendering without a display'.") from err
             self._camera_cache[key] = cam
         return cam.render()
 

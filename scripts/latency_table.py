@@ -1,4 +1,4 @@
-"""Success against simulated query latency for several execution modes: the README's table.
+"""Success against simulated query latency for several execution modes: docs/results.md's table.
 
     python scripts/latency_table.py ckpt_path=outputs/demo/train/checkpoints/last.ckpt
 
