@@ -57,3 +57,23 @@ def write_mp4(path: str | Path, frames: Iterable[np.ndarray], fps: int) -> Path:
         if count == 0:
             raise ValueError(f"no frames to write to {path}")
     return path
+
+
+def filmstrip(video: str | Path, out_png: str | Path, frames: int = 8, columns: int = 4) -> Path:
+    """A PNG of ``frames`` evenly spaced frames of an mp4, ``columns`` to a row: a rollout at a glance."""
+    import imageio.v2 as imageio
+
+    reader = imageio.get_reader(str(video), format="FFMPEG")
+    try:
+        images = [np.asarray(frame) for frame in reader]
+    finally:
+        reader.close()
+    if not images:
+        raise ValueError(f"{video} has no frames")
+    picks = [images[round(i * (len(images) - 1) / max(1, frames - 1))] for i in range(frames)]
+    blank = np.zeros_like(picks[0])
+    rows = [picks[i:i + columns] for i in range(0, len(picks), columns)]
+    rows = [np.concatenate(row + [blank] * (columns - len(row)), axis=1) for row in rows]  # (h, columns * w, 3)
+    with atomic_path(out_png) as tmp:
+        imageio.imwrite(tmp, np.concatenate(rows, axis=0), format="PNG")
+    return Path(out_png)

@@ -39,6 +39,7 @@ def test_demo_runs_every_stage_then_resumes_without_repeating(run_script, tmp_pa
     low, high = summary["success_rate_ci95"]
     assert low <= summary["success_rate"] <= high and set(summary["stage_rates"]) == {"1", "2", "3", "4"}
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "filmstrip.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # the first video, frame by frame
     assert len(summary["videos"]) == 1 and (out / "eval" / "metrics.json").is_file()
     metrics = json.loads((out / "eval" / "metrics.json").read_text())
     assert metrics["seeds"] == [100000, 100001] and metrics["ckpt_step"] == 4

@@ -30,6 +30,7 @@ from act.precision import device_type_of, resolve_precision
 from act.train import ConfigError, build_probe_module, train
 from common.checks import check_setting
 from common.io import write_json
+from common.video import filmstrip
 from envs import make_env
 from envs.constants import EPISODE_LEN
 
@@ -263,6 +264,7 @@ def run(cfg: DictConfig) -> dict:
         plot = plot_run(csv_logs[-1], metrics, root / "curves.png",
                         title=f"ACT {cfg.task.name}: {step} steps, {demo.num_demos} demos, "
                               f"{cfg.task.image_size[0]}x{cfg.task.image_size[1]}")
+    strip = filmstrip(metrics["videos"][0], root / "filmstrip.png") if metrics.get("videos") else None
     total_since_make = seconds_since_start() if os.environ.get("DEMO_START") else None
     summary = {"task": cfg.task.name, "success_rate": metrics["success_rate"],
                "success_rate_ci95": metrics["success_rate_ci95"], "successes": metrics["successes"],
@@ -271,7 +273,8 @@ def run(cfg: DictConfig) -> dict:
                "max_steps": max_steps, "steps_why": plan["why"],
                "train_steps": step, "train_metrics": train_metrics, "checkpoint": str(ckpt),
                "metrics": str(metrics_path), "videos": metrics.get("videos", []),
-               "plot": str(plot) if plot else None, "recording": describe(settings, recorded)}
+               "plot": str(plot) if plot else None, "filmstrip": str(strip) if strip else None,
+               "recording": describe(settings, recorded)}
     write_json(root / "summary.json", summary)
 
     print("\n" + "=" * 100)
@@ -280,7 +283,7 @@ def run(cfg: DictConfig) -> dict:
           f"eval {minutes(times['eval'])}" + (f" | total since `make demo` {minutes(total_since_make)}"
                                               if total_since_make is not None else ""))
     print(f"checkpoint: {ckpt}\nmetrics:    {metrics_path}\ntrain log:  {csv_logs[-1] if csv_logs else '-'}")
-    print(f"plot:       {plot}\nvideos:     {', '.join(metrics.get('videos', [])) or '-'}")
+    print(f"plot:       {plot}\nfilmstrip:  {strip or '-'}\nvideos:     {', '.join(metrics.get('videos', [])) or '-'}")
     print(f"summary:    {root / 'summary.json'}")
     print("=" * 100)
     return summary
