@@ -103,8 +103,9 @@ def check_out(settings: ConvertSettings, marker: Path) -> bool:
             return True
         raise ValueError(f"out={out} holds an unfinished conversion with other settings ({started}); rerun it with "
                          "those to finish it, or choose another out")
-    raise ValueError(f"out={out} is not empty and is not an unfinished conversion: choose a new or empty out "
-                     "(nothing was written)")
+    what = "a dataset" if detect_format(out) == "lerobot" or list_episode_files(out) else "other files"
+    raise ValueError(f"out={out} already holds {what} and is not an unfinished conversion: choose a new or empty "
+                     "out (nothing was written)")
 
 
 def open_source(settings: ConvertSettings) -> EpisodeIndex:

@@ -73,7 +73,8 @@ class EpisodeIndex:
             cameras = first.cameras
         missing = [c for c in cameras if c not in first.cameras]
         if missing:
-            raise DatasetError(f"camera(s) {missing} not in dataset {self.folder}; it has {list(first.cameras)}")
+            raise DatasetError(f"camera(s) {missing} not in dataset {self.folder}; it has {list(first.cameras)} "
+                               f"(train on them with task.cameras=[{','.join(first.cameras)}])")
         self.cameras: tuple[str, ...] = tuple(cameras)
         self._low_dim: dict[int, dict[str, np.ndarray]] = {}
 
