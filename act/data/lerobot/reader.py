@@ -65,8 +65,11 @@ def read_episode_rows(folder: Path) -> list[dict]:
         raise LeRobotFormatError(f"{folder}: no meta/episodes/chunk-*/file-*.parquet; the dataset is incomplete")
     rows = []
     for path in paths:
-        names = pq.read_schema(path).names if path.stat().st_size else []
-        rows += read_parquet(path, [n for n in names if not n.startswith("stats/")] or None).to_pylist()
+        try:
+            names = pq.read_schema(path).names
+        except (pa.ArrowException, OSError) as err:
+            raise LeRobotFormatError(f"{path}: not a readable parquet file (truncated or corrupt?): {err}") from err
+        rows += read_parquet(path, [n for n in names if not n.startswith("stats/")]).to_pylist()
     return sorted(rows, key=lambda row: row["episode_index"])
 
 

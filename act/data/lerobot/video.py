@@ -55,11 +55,11 @@ def choose_encoder() -> tuple[str, dict[str, str]]:
 def video_info(codec: str, height: int, width: int, fps: int) -> dict:
     """The ``info`` block of a video feature in ``meta/info.json``, as LeRobot's ``get_video_info`` fills it."""
     canonical = {"libsvtav1": "av1", "libaom-av1": "av1", "libx264": "h264"}.get(codec, codec)
-    options = dict(ENCODERS)[codec] if codec in dict(ENCODERS) else {}
+    preset = dict(ENCODERS).get(codec, {}).get("preset")
     return {"video.height": height, "video.width": width, "video.codec": canonical, "video.pix_fmt": PIX_FMT,
-            "video.fps": fps, "video.channels": 3, "has_audio": False, "is_depth_map": False,
-            "video.g": GOP, "video.crf": CRF, "video.preset": int(options["preset"]) if options.get("preset", "").isdigit()
-            else options.get("preset"), "video.fast_decode": 0, "video.video_backend": "pyav", "video.extra_options": {}}
+            "video.fps": fps, "video.channels": 3, "has_audio": False, "is_depth_map": False, "video.g": GOP,
+            "video.crf": CRF, "video.preset": int(preset) if preset and preset.isdigit() else preset,
+            "video.fast_decode": 0, "video.video_backend": "pyav", "video.extra_options": {}}
 
 
 def encode_frames(path: Path | str, frames: Iterable[np.ndarray], fps: int, encoder: tuple[str, dict]) -> int:
