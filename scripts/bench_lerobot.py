@@ -4,11 +4,14 @@
 
 Converts ``src`` (ACT HDF5, only read) to v3 with images=image and images=video, converts the video
 one back to HDF5, and times each; states the video frames' PSNR against the source; then times a
-DataLoader (as ``bench_data.py`` does) over the HDF5 source and both v3 folders.
+DataLoader (as ``bench_data.py`` does) over the HDF5 source and both v3 folders. Beside wall time it
+reports CPU seconds (this process and its threads; the loader's as samples per CPU second in one
+process), which a busy machine changes much less.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import hydra
@@ -16,10 +19,23 @@ import numpy as np
 from omegaconf import DictConfig
 
 from act.data.convert import ConvertSettings, convert
+from act.data.dataset import ChunkDataset
 from act.data.episodes import EpisodeIndex
 from act.data.lerobot.video import psnr
 from bench_data import loader_throughput
 from common.io import write_json
+
+
+def samples_per_cpu_s(folder: Path, cfg: DictConfig, samples: int = 400) -> float:
+    """Samples drawn per CPU second in this process (random episode and start, as training draws them)."""
+    index = EpisodeIndex(folder)
+    dataset = ChunkDataset(index, list(range(len(index))), cfg.chunk_size, sample_seed=0)
+    for item in range(20):  # open files, first reads
+        dataset[item]
+    start = time.process_time()
+    for item in range(20, 20 + samples):
+        dataset[item]
+    return samples / (time.process_time() - start)
 
 
 @hydra.main(config_path="../configs", config_name="bench_lerobot", version_base="1.3")
@@ -28,16 +44,20 @@ def main(cfg: DictConfig) -> dict:
     source = EpisodeIndex(src, format="act_hdf5")
     metrics = {"src": str(src), "episodes": len(source), "frames": int(source.lengths.sum()),
                "image_size": list(source.image_shape[:2]), "cameras": list(source.cameras), "convert_s": {},
+               "convert_cpu_s": {}, "samples_per_cpu_s": {},
                "mb": {"act_hdf5": sum(e.path.stat().st_size for e in source.episodes) / 1e6}, "samples_per_s": {},
                "loader": {"batch_size": int(cfg.batch_size), "workers": int(cfg.loader_workers),
                           "chunk_size": int(cfg.chunk_size)}}
     jobs = [("to lerobot, image", src, out / "v3_image", "lerobot", "image"),
             ("to lerobot, video", src, out / "v3_video", "lerobot", "video"),
             ("video to act_hdf5", out / "v3_video", out / "back_hdf5", "act_hdf5", "video")]
-    for name, job_src, job_out, to, images in jobs:
+    for name, job_src, job_out, to, images in jobs if cfg.convert else []:
+        cpu = time.process_time()
         result = convert(ConvertSettings(src=job_src, out=job_out, to=to, images=images))
         metrics["convert_s"][name] = result.wall_time_s
-        print(f"{name}: {result.wall_time_s:.0f} s ({result.wall_time_s / len(source):.2f} s/episode)", flush=True)
+        metrics["convert_cpu_s"][name] = cpu = time.process_time() - cpu
+        print(f"{name}: {result.wall_time_s:.0f} s wall, {cpu:.0f} CPU s ({cpu / len(source):.2f} CPU s/episode)",
+              flush=True)
     for name in ("v3_image", "v3_video"):
         metrics["mb"][name] = sum(p.stat().st_size for p in (out / name).rglob("*") if p.is_file()) / 1e6
     video, step = EpisodeIndex(out / "v3_video"), int(cfg.psnr_every)
@@ -47,9 +67,11 @@ def main(cfg: DictConfig) -> dict:
     metrics["video_psnr_db"] = {"min": float(min(values)), "mean": float(np.mean(values))}
     for name, folder in (("act_hdf5", src), ("v3_image", out / "v3_image"), ("v3_video", out / "v3_video")):
         metrics["samples_per_s"][name] = loader_throughput(folder, cfg)
-        print(f"{name:9s} {metrics['mb'][name]:8.0f} MB  {metrics['samples_per_s'][name]:7.0f} samples/s", flush=True)
+        metrics["samples_per_cpu_s"][name] = samples_per_cpu_s(folder, cfg)
+        print(f"{name:9s} {metrics['mb'][name]:8.0f} MB  {metrics['samples_per_s'][name]:7.0f} samples/s "
+              f"({cfg.loader_workers} workers)  {metrics['samples_per_cpu_s'][name]:7.0f} samples per CPU s", flush=True)
     print(f"video PSNR {metrics['video_psnr_db']['mean']:.1f} dB mean, {metrics['video_psnr_db']['min']:.1f} dB min")
-    print(f"metrics: {write_json(out / 'metrics.json', metrics)}")
+    print(f"metrics: {write_json(out / ('metrics.json' if cfg.convert else 'metrics_loader.json'), metrics)}")
     return metrics
 
 

@@ -27,16 +27,14 @@ from pathlib import Path
 
 import numpy as np
 
+from act.data.convert import TASK_TEXT, ConvertSettings, convert
+from act.data.episodes import EpisodeIndex
+from act.data.lerobot.video import psnr
+from act.data.schema import list_episode_files
+from act.data.stats import compute_stats
+from common.io import write_json
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from act.data.convert import TASK_TEXT, ConvertSettings, convert  # noqa: E402
-from act.data.episodes import EpisodeIndex  # noqa: E402
-from act.data.lerobot.video import psnr  # noqa: E402
-from act.data.schema import list_episode_files  # noqa: E402
-from act.data.stats import compute_stats  # noqa: E402
-from common.io import write_json  # noqa: E402
-
 JUDGE = ROOT / "scripts" / "lerobot_judge.py"
 
 

@@ -130,6 +130,19 @@ def convert(settings: ConvertSettings, progress: Callable[[int, int], None] | No
     return result
 
 
+def _pending(index: EpisodeIndex, done: set[int], result: ConvertResult, progress: Callable[[int, int], None]):
+    """(episode, info, low-dim arrays, camera -> (T, H, W, 3) RGB frames) of each episode not ``done``;
+    each counts as converted, and is reported, once the caller has written it."""
+    reader = index.open_frames()
+    progress(len(done), len(index))
+    for i, info in enumerate(index.episodes):
+        if i in done:
+            continue
+        yield i, info, index.low_dim(i), {cam: reader.episode_frames(i, cam) for cam in index.cameras}
+        result.converted += 1
+        progress(len(done) + result.converted, len(index))
+
+
 # -- ACT HDF5 -> LeRobot ------------------------------------------------------------------------
 def _task_text(settings: ConvertSettings, attrs: dict) -> str:
     if settings.task:
@@ -163,16 +176,10 @@ def _to_lerobot(settings: ConvertSettings, progress: Callable[[int, int], None])
     result = ConvertResult(out=settings.out, episodes=len(index), kept=len(done), converted=0)
     if encoder and encoder[0] != video.ENCODERS[0][0]:
         result.notes.append(f"videos encoded with {encoder[0]}: this PyAV build has no libsvtav1")
-    reader = index.open_frames()
-    progress(len(done), len(index))
-    for i, info_i in enumerate(index.episodes):
-        if i in done:
-            continue
-        arrays = index.low_dim(i)
+    for i, info_i, arrays, frames in _pending(index, done, result, progress):
         if set(vectors.values()) - set(arrays):
             raise DatasetError(f"{info_i.path}: lacks {sorted(set(vectors.values()) - set(arrays))}, which "
                                f"{index.episodes[0].label} has; all episodes must store the same arrays")
-        frames = {cam: reader.episode_frames(i, cam) for cam in index.cameras}  # (T, H, W, 3) RGB, JPEG decoded
         images = {}
         for cam, cam_frames in frames.items():
             if encoder:
@@ -187,8 +194,6 @@ def _to_lerobot(settings: ConvertSettings, progress: Callable[[int, int], None])
                   "histograms": {cam: lrstats.pixel_histogram(f[lrstats.sample_indices(len(f))]).tolist()
                                  for cam, f in frames.items()}}
         write_json(staging / f"episode_{i:06d}.json", record)  # last: the episode is done
-        result.converted += 1
-        progress(len(done) + result.converted, len(index))
     _assemble(settings, index, features, schema, tasks)
     shutil.rmtree(staging)
     return result
@@ -277,19 +282,11 @@ def _to_hdf5(settings: ConvertSettings, progress: Callable[[int, int], None]) ->
     for leftover in settings.out.glob(".episode_*.tmp.hdf5"):  # an episode cut short by the interruption
         leftover.unlink(missing_ok=True)
     result = ConvertResult(out=settings.out, episodes=len(index), kept=len(done), converted=0)
-    reader = index.open_frames()
-    progress(len(done), len(index))
-    for i, info in enumerate(index.episodes):
-        if i in done:
-            continue
-        low = index.low_dim(i)
-        images = {cam: reader.episode_frames(i, cam) for cam in index.cameras}
+    for i, info, low, images in _pending(index, done, result, progress):
         attrs = {k: v for k, v in info.attrs.items() if v is not None}
         attrs.setdefault("fps", FPS)
         write_episode(episode_path(settings.out, i), qpos=low["qpos"], qvel=low.get("qvel"), effort=low.get("effort"),
                       action=low["action"], images=images, attrs=attrs, compression=settings.compression,
                       sim=bool(attrs.get("sim", "effort" not in low)))
-        result.converted += 1
-        progress(len(done) + result.converted, len(index))
     marker.unlink()
     return result
