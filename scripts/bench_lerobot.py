@@ -62,14 +62,15 @@ def main(cfg: DictConfig) -> dict:
         metrics["mb"][name] = sum(p.stat().st_size for p in (out / name).rglob("*") if p.is_file()) / 1e6
     video, step = EpisodeIndex(out / "v3_video"), int(cfg.psnr_every)
     reader, original = video.open_frames(), source.open_frames()
-    values = [psnr(original.episode_frames(e, cam)[::step], reader.episode_frames(e, cam)[::step])
-              for e in range(0, len(source), step) for cam in source.cameras]
+    values = [psnr(a, b) for e in range(0, len(source), step) for cam in source.cameras
+              for a, b in zip(original.episode_frames(e, cam)[::step], reader.episode_frames(e, cam)[::step])]
     metrics["video_psnr_db"] = {"min": float(min(values)), "mean": float(np.mean(values))}
     for name, folder in (("act_hdf5", src), ("v3_image", out / "v3_image"), ("v3_video", out / "v3_video")):
         metrics["samples_per_s"][name] = loader_throughput(folder, cfg)
         metrics["samples_per_cpu_s"][name] = samples_per_cpu_s(folder, cfg)
         print(f"{name:9s} {metrics['mb'][name]:8.0f} MB  {metrics['samples_per_s'][name]:7.0f} samples/s "
-              f"({cfg.loader_workers} workers)  {metrics['samples_per_cpu_s'][name]:7.0f} samples per CPU s", flush=True)
+              f"({cfg.loader_workers} workers)  {metrics['samples_per_cpu_s'][name]:7.0f} samples per CPU s",
+              flush=True)
     print(f"video PSNR {metrics['video_psnr_db']['mean']:.1f} dB mean, {metrics['video_psnr_db']['min']:.1f} dB min")
     print(f"metrics: {write_json(out / ('metrics.json' if cfg.convert else 'metrics_loader.json'), metrics)}")
     return metrics

@@ -98,7 +98,8 @@ def check_ours_in_lerobot(check: Checks, python: str, src: Path, out: Path, mode
           and np.array_equal(read["episode_index"], episode_index) and np.array_equal(read["frame_index"], frame_index))
     check(f"{mode}: timestamps on the 1/50 s grid", np.abs(read["timestamp"] - frame_index / 50).max() <= 1e-4)
     for key, name in (("observation.state", "qpos"), ("action", "action"), ("observation.velocity", "qvel")):
-        check(f"{mode}: {key} identical to {name}", np.array_equal(read[key], np.concatenate([e[name] for e in episodes])))
+        ours = np.concatenate([e[name] for e in episodes])
+        check(f"{mode}: {key} identical to {name}", np.array_equal(read[key], ours))
     check(f"{mode}: task text", set(info["tasks"]) == {TASK_TEXT["transfer_cube"]}, str(set(info["tasks"])))
     check(f"{mode}: names left arm first", info["names"]["observation.state"][0] == "left_waist")
     frames = read["observation.images.top"]  # (N, 3, H, W): float [0, 1] for images, uint8 for videos
@@ -135,7 +136,8 @@ def check_lerobot_in_ours(check: Checks, python: str, out: Path, mode: str, min_
     index = EpisodeIndex(folder)
     check(f"theirs {mode}: our loader reads it (format {index.format})", index.format == "lerobot"
           and list(index.lengths) == [len(e["qpos"]) for e in episodes])
-    same = all(np.array_equal(index.low_dim(i)[k], e[k]) for i, e in enumerate(episodes) for k in ("qpos", "qvel", "action"))
+    same = all(np.array_equal(index.low_dim(i)[k], e[k]) for i, e in enumerate(episodes)
+               for k in ("qpos", "qvel", "action"))
     check(f"theirs {mode}: qpos, qvel, action identical", same)
     reader = index.open_frames()
     values = [psnr(e["image_top"], reader.episode_frames(i, "top")) for i, e in enumerate(episodes)]

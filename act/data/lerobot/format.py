@@ -56,7 +56,8 @@ MOTOR_NAMES = tuple(f"{side}_{joint}" for side in ("left", "right") for joint in
 # Written beside the names of state and action: what the numbers mean (issue: the gripper's scale).
 JOINT_UNITS = {"arm_joints": "rad", "gripper": "normalised finger opening: 0 closed, 1 open",
                "order": "left arm first: left 6 joints, left gripper, right 6 joints, right gripper"}
-V21_CONVERTER = "python -m lerobot.scripts.convert_dataset_v21_to_v30 --repo-id=<id> --root={folder} --push-to-hub=false"
+V21_CONVERTER = ("python -m lerobot.scripts.convert_dataset_v21_to_v30 --repo-id=<id> --root={folder} "
+                 "--push-to-hub=false")  # LeRobot's module, as lerobot 0.6.1 names it
 
 log = logging.getLogger(__name__)
 
