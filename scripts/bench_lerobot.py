@@ -16,14 +16,27 @@ from pathlib import Path
 
 import hydra
 import numpy as np
+import torch
 from omegaconf import DictConfig
 
 from act.data.convert import ConvertSettings, convert
 from act.data.dataset import ChunkDataset
 from act.data.episodes import EpisodeIndex
 from act.data.lerobot.video import psnr
+from act.data.stats import compute_stats
 from bench_data import loader_throughput
 from common.io import write_json
+
+
+def same_samples(a: Path, b: Path, chunk_size: int, samples: int = 300) -> bool:
+    """True when two folders give identical normalisation statistics and identical samples for one seed."""
+    first, second = EpisodeIndex(a), EpisodeIndex(b)
+    stats_a, stats_b = compute_stats(first), compute_stats(second)
+    if any(not np.array_equal(stats_a[k], stats_b[k]) for k in stats_a):
+        return False
+    ids = list(range(len(first)))
+    one, two = ChunkDataset(first, ids, chunk_size, sample_seed=0), ChunkDataset(second, ids, chunk_size, sample_seed=0)
+    return all(torch.equal(x[k], y[k]) for x, y in ((one[i], two[i]) for i in range(samples)) for k in x)
 
 
 def samples_per_cpu_s(folder: Path, cfg: DictConfig, samples: int = 400) -> float:
@@ -58,6 +71,8 @@ def main(cfg: DictConfig) -> dict:
         metrics["convert_cpu_s"][name] = cpu = time.process_time() - cpu
         print(f"{name}: {result.wall_time_s:.0f} s wall, {cpu:.0f} CPU s ({cpu / len(source):.2f} CPU s/episode)",
               flush=True)
+    metrics["image_mode_same_samples"] = same_samples(src, out / "v3_image", int(cfg.chunk_size))
+    print(f"v3 image vs HDF5: identical statistics and samples: {metrics['image_mode_same_samples']}", flush=True)
     for name in ("v3_image", "v3_video"):
         metrics["mb"][name] = sum(p.stat().st_size for p in (out / name).rglob("*") if p.is_file()) / 1e6
     video, step = EpisodeIndex(out / "v3_video"), int(cfg.psnr_every)
