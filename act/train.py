@@ -53,6 +53,9 @@ def build_datamodule(cfg: DictConfig) -> ACTDataModule:
     index = dm.index
     height, width = index.image_shape[:2]
     want = tuple(cfg.task.image_size)
+    if (height, width) != want and index.format == "lerobot":
+        raise ConfigError(f"task.image_size={list(want)} but the LeRobot dataset in {folder} is {height}x{width}; "
+                          f"set task.image_size=[{height},{width}] to train on it")
     if (height, width) != want:
         # Recording the new size into the same folder is refused (mixed sizes): suggest a new one.
         other = f"{str(folder).rstrip('/')}_{want[0]}x{want[1]}"

@@ -1,4 +1,4 @@
-"""Inspect a folder of ACT episode files.
+"""Inspect a dataset folder: ACT episode files or a LeRobot v3.0 folder (found by its meta/info.json).
 
     python scripts/inspect_dataset.py summary datasets/transfer_cube
     python scripts/inspect_dataset.py validate datasets/transfer_cube
@@ -22,8 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("validate", help="check every file against the schema; exit 1 on any problem")
     export = sub.add_parser("export", help="one episode to mp4 plus a PNG of its 14 joint trajectories")
     for p in sub.choices.values():
-        p.add_argument("folder", help="dataset folder holding episode_*.hdf5")
-    export.add_argument("--episode", type=int, default=0)
+        p.add_argument("folder", help="dataset folder: episode_*.hdf5 files or a LeRobot v3.0 folder")
+    export.add_argument("--episode", type=int, default=0, help="episode number (HDF5: the file's; LeRobot: its index)")
     export.add_argument("--out", default="outputs/inspect", help="folder for the mp4 and the PNG")
     args = parser.parse_args(argv)
     try:

@@ -237,7 +237,7 @@ def test_datamodule_batches_with_worker_processes(tmp_path):
     assert (tmp_path / STATS_FILE).is_file()
     val = next(iter(dm.val_dataloader()))
     assert val["qpos"].shape[0] == 4
-    assert dm.train_set._handles == {}  # the main process never opened a file: workers did
+    assert dm.train_set._reader is None  # the main process never opened a file: workers did
 
 
 def test_cache_images_matches_lazy_reads(tmp_path):

@@ -1,4 +1,4 @@
-"""Lightning DataModule over one dataset folder: index, stats, split by episode, loaders."""
+"""Lightning DataModule over one dataset folder (ACT HDF5 or LeRobot v3): index, stats, split by episode, loaders."""
 
 from __future__ import annotations
 
@@ -9,15 +9,16 @@ import torch
 from torch.utils.data import DataLoader
 
 from act.data.dataset import ChunkDataset, StepSampler, split_episodes
-from act.data.episodes import EpisodeIndex
+from act.data.episodes import FORMATS, EpisodeIndex
 from act.data.stats import load_or_compute_stats
+from common.checks import check_setting
 
 
 class ACTDataModule(L.LightningDataModule):
     """Action-chunk batches from ``dataset_dir``.
 
     Args:
-        dataset_dir: folder of ``episode_*.hdf5`` files.
+        dataset_dir: folder of ``episode_*.hdf5`` files, or a LeRobot v3.0 folder (read in place).
         cameras: cameras to feed the policy, in order; None: every camera of the dataset.
         chunk_size: actions per sample (k).
         batch_size: samples per batch.
@@ -29,6 +30,8 @@ class ACTDataModule(L.LightningDataModule):
         sample_seed: seed of the training sample stream when a Trainer with ``max_steps`` drives
             this module (see ``StepSampler``); validation always uses it too, so ``val/l1`` is
             measured on the same samples at every check.
+        format: 'auto' (a folder with ``meta/info.json`` is LeRobot), 'act_hdf5' or 'lerobot'. The same
+            episodes give the same batches and statistics in either format.
 
     Inside ``Trainer.fit`` with ``max_steps`` set, one epoch covers all remaining steps and the
     sampler continues from the trainer's (possibly resumed) global step: resuming is exact.
@@ -36,12 +39,14 @@ class ACTDataModule(L.LightningDataModule):
 
     def __init__(self, dataset_dir: str, cameras: Sequence[str] | None = None, chunk_size: int = 100,
                  batch_size: int = 8, num_workers: int = 2, val_fraction: float = 0.2, split_seed: int = 0,
-                 samples_per_episode: int = 1, cache_images: bool = False, sample_seed: int = 0):
+                 samples_per_episode: int = 1, cache_images: bool = False, sample_seed: int = 0,
+                 format: str = "auto"):
         super().__init__()
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         if num_workers < 0:
             raise ValueError(f"num_workers must be >= 0, got {num_workers}")
+        check_setting("data.format", format, FORMATS)
         self.dataset_dir = dataset_dir
         self.cameras = None if cameras is None else list(cameras)
         self.chunk_size = chunk_size
@@ -52,6 +57,7 @@ class ACTDataModule(L.LightningDataModule):
         self.samples_per_episode = samples_per_episode
         self.cache_images = cache_images
         self.sample_seed = sample_seed
+        self.format = format
         self.index: EpisodeIndex | None = None
         self.stats = None
         self.train_set = self.val_set = None
@@ -59,7 +65,7 @@ class ACTDataModule(L.LightningDataModule):
     def setup(self, stage: str | None = None) -> None:
         if self.index is not None:
             return
-        self.index = EpisodeIndex(self.dataset_dir, self.cameras)
+        self.index = EpisodeIndex(self.dataset_dir, self.cameras, self.format)
         self.stats = load_or_compute_stats(self.index)
         train_ids, val_ids = split_episodes(len(self.index), self.val_fraction, self.split_seed)
         self.train_set = ChunkDataset(self.index, train_ids, self.chunk_size, self.samples_per_episode,

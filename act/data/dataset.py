@@ -5,13 +5,11 @@ from __future__ import annotations
 import os
 from typing import Callable, Sequence
 
-import h5py
 import numpy as np
 import torch
 from torch.utils.data import Dataset
 
 from act.data.episodes import EpisodeIndex
-from act.data.schema import read_frame
 
 
 class ChunkDataset(Dataset):
@@ -32,7 +30,8 @@ class ChunkDataset(Dataset):
     Returns per item a dict: ``qpos`` (D,) float32, ``images`` (C, 3, H, W) uint8,
     ``action`` (k, A) float32 with zeros past the episode end, ``is_pad`` (k,) bool, all raw: the
     network normalises (``act.model.normalized.NormalizedACT``, the one place it happens).
-    Files are opened lazily, once per process: handles are never shared across a fork.
+    Files are opened lazily, once per process: handles are never shared across a fork. The same
+    for every source the index reads (HDF5 files, a LeRobot folder): same episodes, same samples.
     """
 
     def __init__(self, index: EpisodeIndex, episode_ids: Sequence[int], chunk_size: int,
@@ -49,8 +48,7 @@ class ChunkDataset(Dataset):
         self.samples_per_episode = int(samples_per_episode)
         self.sample_seed = sample_seed
         self.cameras = index.cameras
-        self._jpeg = {i: index.episodes[i].jpeg for i in self.episode_ids}
-        self._handles: dict[int, h5py.File] = {}
+        self._reader = None  # the index's frame reader, opened in the process that first reads
         self._pid = None
         self._images: dict[int, np.ndarray] | None = None
         if cache_images:
@@ -61,31 +59,25 @@ class ChunkDataset(Dataset):
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state["_handles"], state["_pid"] = {}, None  # open HDF5 handles cannot cross processes
+        state["_reader"], state["_pid"] = None, None  # open files cannot cross processes
         return state
 
-    def _file(self, episode: int) -> h5py.File:
+    def _frames(self):
         if self._pid != os.getpid():  # first use in this process (e.g. a fresh DataLoader worker)
-            self._handles, self._pid = {}, os.getpid()
-        handle = self._handles.get(episode)
-        if handle is None:
-            handle = h5py.File(self.index.episodes[episode].path, "r")
-            self._handles[episode] = handle
-        return handle
+            self._reader, self._pid = self.index.open_frames(), os.getpid()
+        return self._reader
 
     def _read_all_frames(self, episode: int) -> np.ndarray:
-        root = self._file(episode)
-        steps = self.index.episodes[episode].length
-        frames = [np.stack([read_frame(root, cam, t, self._jpeg[episode]) for cam in self.cameras])
-                  for t in range(steps)]
-        return np.stack(frames)  # (T, C, H, W, 3)
+        reader = self._frames()
+        per_camera = [reader.episode_frames(episode, cam) for cam in self.cameras]  # C x (T, H, W, 3)
+        return np.stack(per_camera, axis=1)  # (T, C, H, W, 3)
 
     def frames(self, episode: int, t: int) -> np.ndarray:
         """(C, H, W, 3) uint8 images of ``episode`` at step ``t``, cameras in ``self.cameras`` order."""
         if self._images is not None:
             return self._images[episode][t]
-        root = self._file(episode)
-        return np.stack([read_frame(root, cam, t, self._jpeg[episode]) for cam in self.cameras])
+        reader = self._frames()
+        return np.stack([reader.frame(episode, cam, t) for cam in self.cameras])
 
     def sample(self, episode: int, start: int) -> dict[str, torch.Tensor]:
         """The sample of ``episode`` starting at step ``start``."""

@@ -1,47 +1,80 @@
-"""An index over a folder of episode files: checked once, consistent, with low-dim data in memory."""
+"""An index over a dataset folder (ACT HDF5 files or a LeRobot v3 folder): checked once, consistent,
+with low-dim data in memory."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from act.data.schema import EpisodeInfo, list_episode_files, read_episode_info, read_low_dim
+from act.data.schema import EpisodeInfo, list_episode_files
+from common.checks import check_setting
+
+FORMATS = ("auto", "act_hdf5", "lerobot")
+LEROBOT_INFO = Path("meta") / "info.json"  # the file that marks a LeRobot folder (lerobot/format.py)
 
 
 class DatasetError(ValueError):
     """A dataset folder that cannot be used as a whole (missing, empty, inconsistent)."""
 
 
+def detect_format(folder: Path | str, format: str = "auto") -> str:
+    """'act_hdf5' or 'lerobot': ``format`` itself, or for 'auto' 'lerobot' when ``meta/info.json`` exists."""
+    check_setting("data.format", format, FORMATS)
+    if format != "auto":
+        return format
+    return "lerobot" if (Path(folder) / LEROBOT_INFO).is_file() else "act_hdf5"
+
+
+def open_source(folder: Path, format: str = "auto"):
+    """The episode source of ``folder`` (see ``act/data/sources.py``); ``DatasetError`` if there is none."""
+    if not folder.is_dir():
+        raise DatasetError(f"dataset folder {folder} does not exist; record one with "
+                           f"`python scripts/record_demos.py task=<task> out_dir={folder}`")
+    if detect_format(folder, format) == "lerobot":
+        try:
+            from act.data.lerobot.reader import LeRobotSource
+        except ImportError as err:
+            raise DatasetError(f"{folder} is a LeRobot dataset; reading it needs pyarrow and av: "
+                               f"pip install -e .[lerobot] ({err})") from err
+        return LeRobotSource(folder)
+    from act.data.sources import HDF5Source
+
+    files = list_episode_files(folder)
+    if not files:
+        hint = " (it has meta/info.json: data.format=lerobot or auto reads it)" if format == "act_hdf5" and \
+            (folder / LEROBOT_INFO).is_file() else ""
+        raise DatasetError(f"dataset folder {folder} holds no episode_*.hdf5 files{hint}")
+    return HDF5Source(folder, files)
+
+
 class EpisodeIndex:
-    """All ``episode_*.hdf5`` files of ``folder``, checked against the schema and each other.
+    """All episodes of ``folder``, checked against their format and each other.
 
     Args:
-        folder: dataset folder.
+        folder: dataset folder: ``episode_*.hdf5`` files, or a LeRobot v3 folder.
         cameras: cameras the caller needs; each must exist in every episode. None: all of them.
+        format: 'auto' (a folder with ``meta/info.json`` is LeRobot), 'act_hdf5' or 'lerobot'.
 
     Raises ``DatasetError`` for a missing or empty folder, mixed camera sets, image sizes or state
-    dimensions, or a requested camera the files lack; ``EpisodeFormatError`` names a bad file.
+    dimensions, a requested camera the files lack, or a LeRobot folder that cannot be used;
+    ``EpisodeFormatError`` names a bad HDF5 file.
     """
 
-    def __init__(self, folder: Path | str, cameras: Sequence[str] | None = None):
+    def __init__(self, folder: Path | str, cameras: Sequence[str] | None = None, format: str = "auto"):
         self.folder = Path(folder)
-        if not self.folder.is_dir():
-            raise DatasetError(f"dataset folder {self.folder} does not exist; record one with "
-                               f"`python scripts/record_demos.py task=<task> out_dir={self.folder}`")
-        files = list_episode_files(self.folder)
-        if not files:
-            raise DatasetError(f"dataset folder {self.folder} holds no episode_*.hdf5 files")
-        self.episodes: list[EpisodeInfo] = [read_episode_info(path) for _, path in files]
+        self.source = open_source(self.folder, format)
+        self.format: str = self.source.format
+        self.episodes: list[EpisodeInfo] = self.source.episodes
         self._check_consistent()
         first = self.episodes[0]
         if cameras is None:
             cameras = first.cameras
         missing = [c for c in cameras if c not in first.cameras]
         if missing:
-            raise DatasetError(f"camera(s) {missing} not in dataset {self.folder}; it has {list(first.cameras)}")
+            raise DatasetError(f"camera(s) {missing} not in dataset {self.folder}; it has {list(first.cameras)} "
+                               f"(train on them with task.cameras=[{','.join(first.cameras)}])")
         self.cameras: tuple[str, ...] = tuple(cameras)
         self._low_dim: dict[int, dict[str, np.ndarray]] = {}
 
@@ -51,7 +84,7 @@ class EpisodeIndex:
                               ("state_dim", "state dimensions"), ("action_dim", "action dimensions")):
             values = {}
             for info in self.episodes:
-                values.setdefault(getattr(info, key), info.path.name)
+                values.setdefault(getattr(info, key), info.label)
             if len(values) > 1:
                 shown = ", ".join(f"{v} (e.g. {name})" for v, name in values.items())
                 raise DatasetError(f"episodes in {self.folder} have mixed {describe}: {shown}")
@@ -79,19 +112,20 @@ class EpisodeIndex:
 
     @property
     def attrs(self) -> dict:
-        """Root attributes of the first episode (task, fps, ... for recorded datasets)."""
+        """Attributes of the first episode (task, fps, ... for recorded datasets)."""
         return self.episodes[0].attrs
 
     def low_dim(self, episode: int) -> dict[str, np.ndarray]:
-        """``qpos``/``action`` arrays of one episode, read once and kept (they are small)."""
+        """``qpos``/``action`` (and ``qvel``/``effort`` when stored) of one episode, read once and kept."""
         if episode not in self._low_dim:
-            self._low_dim[episode] = read_low_dim(self.episodes[episode].path)
+            self._low_dim[episode] = self.source.read_low_dim(episode)
         return self._low_dim[episode]
 
-    def fingerprint(self) -> str:
-        """Changes whenever an episode file is added, removed or rewritten."""
-        digest = hashlib.sha1()
-        for info in self.episodes:
-            stat = info.path.stat()
-            digest.update(f"{info.path.name}:{stat.st_size}:{stat.st_mtime_ns};".encode())
-        return digest.hexdigest()
+    def open_frames(self):
+        """A frame reader for this process: ``frame(episode, camera, t)``, ``episode_frames(episode, camera)``."""
+        return self.source.open_frames()
+
+    def fingerprint(self) -> str | None:
+        """Changes whenever an episode is added, removed or rewritten; None: not cached (LeRobot folders
+        are read as they are, nothing is written into them)."""
+        return self.source.fingerprint()

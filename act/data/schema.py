@@ -74,6 +74,11 @@ class EpisodeInfo:
     image_shape: tuple[int, int, int] | None  # (H, W, 3) of every camera; None without cameras
     jpeg: bool = False
     attrs: dict = field(default_factory=dict)
+    name: str | None = None  # how messages name the episode; the file name when None
+
+    @property
+    def label(self) -> str:
+        return self.name or self.path.name
 
 
 def _is_jpeg(root: h5py.File, dataset: h5py.Dataset) -> bool:
@@ -179,11 +184,12 @@ def read_episode_info(path: Path | str, deep: bool = False) -> EpisodeInfo:
 
 
 def read_low_dim(path: Path | str) -> dict[str, np.ndarray]:
-    """``qpos``, ``action`` (and ``qvel``/``reward`` when present) of one episode as arrays."""
+    """``qpos``, ``action`` (and ``qvel``/``effort``/``reward`` when present) of one episode as arrays."""
     with _open(Path(path)) as root:
         out = {"qpos": root[QPOS][()].astype(np.float32), "action": root[ACTION][()].astype(np.float32)}
-        if QVEL in root:
-            out["qvel"] = root[QVEL][()].astype(np.float32)
+        for name, key in (("qvel", QVEL), ("effort", EFFORT)):
+            if key in root:
+                out[name] = root[key][()].astype(np.float32)
         if REWARD in root:
             out["reward"] = root[REWARD][()]
     return out
@@ -201,12 +207,12 @@ def _plain(value):
 
 
 def write_episode(path: Path | str, *, qpos: np.ndarray, action: np.ndarray, images: Mapping[str, np.ndarray],
-                  qvel: np.ndarray | None = None, reward: np.ndarray | None = None, attrs: Mapping | None = None,
-                  compression: str = "none", sim: bool = True) -> Path:
+                  qvel: np.ndarray | None = None, effort: np.ndarray | None = None, reward: np.ndarray | None = None,
+                  attrs: Mapping | None = None, compression: str = "none", sim: bool = True) -> Path:
     """Write one episode atomically (temporary file, then rename) and return its path.
 
     Args:
-        qpos, qvel, action: (T, D) arrays; images: camera -> (T, H, W, 3) uint8.
+        qpos, qvel, effort, action: (T, D) arrays (qvel and effort optional); images: camera -> (T, H, W, 3) uint8.
         reward: optional (T,) rewards; attrs: extra root attributes (task, seed, ...).
         compression: 'none', 'gzip' or 'lzf' for the image datasets (chunked one frame each).
     """
@@ -214,8 +220,9 @@ def write_episode(path: Path | str, *, qpos: np.ndarray, action: np.ndarray, ima
     path = Path(path)
     steps = len(qpos)
     arrays = {QPOS: qpos, ACTION: action}
-    if qvel is not None:
-        arrays[QVEL] = qvel
+    for key, arr in ((QVEL, qvel), (EFFORT, effort)):
+        if arr is not None:
+            arrays[key] = arr
     for key, arr in arrays.items():
         if np.ndim(arr) != 2 or len(arr) != steps:
             raise ValueError(f"{path.name}: /{key} must be ({steps}, dim), got {np.shape(arr)}")

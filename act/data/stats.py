@@ -31,10 +31,13 @@ def load_or_compute_stats(index: EpisodeIndex) -> dict[str, np.ndarray]:
     """Stats from ``<folder>/dataset_stats.json`` if it matches the current episodes, else recomputed.
 
     The cache records the index's fingerprint (file names, sizes, mtimes): adding, removing or
-    rewriting an episode invalidates it.
+    rewriting an episode invalidates it. A source without one (a LeRobot folder, read as it is)
+    is computed each time: its low-dim columns are read in well under a second.
     """
     path = Path(index.folder) / STATS_FILE
     fingerprint = index.fingerprint()
+    if fingerprint is None:
+        return compute_stats(index)
     if path.is_file():
         try:
             cached = json.loads(path.read_text())
