@@ -87,9 +87,12 @@ def plot_run(csv_path: str | Path, metrics: dict | None, out_png: str | Path, ti
     return Path(out_png)
 
 
-def plot_curves(curve_files, out_png: str | Path, title: str | None = None) -> Path:
+def plot_curves(curve_files, out_png: str | Path, title: str | None = None,
+                minutes_per_step: float | None = None) -> Path:
     """Success on the tuning seeds (95% interval as error bars) against minutes of training, one
-    line per recipe, from ``act.pipeline.curve``'s ``curve.json`` files."""
+    line per recipe, from ``act.pipeline.curve``'s ``curve.json`` files. ``minutes_per_step``: plot
+    steps x this instead of the recorded minutes (recipes of one step cost, timed alone, compared
+    from runs made on a machine shared with other work)."""
     import json
 
     import matplotlib
@@ -101,7 +104,7 @@ def plot_curves(curve_files, out_png: str | Path, title: str | None = None) -> P
     for path in curve_files:
         curve = json.loads(Path(path).read_text())
         points = sorted(curve["points"], key=lambda p: p["minute"])
-        x = [p["minute"] for p in points]
+        x = [p["step"] * minutes_per_step if minutes_per_step else p["minute"] for p in points]
         y = [p["success_rate"] for p in points]
         low = [p["success_rate"] - p["ci95"][0] for p in points]
         high = [p["ci95"][1] - p["success_rate"] for p in points]
