@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from common.aloha import DT, FPS, STATE_DIM  # noqa: F401 - the robot's interface, for the sim's modules
+from common.aloha import ARM_JOINTS, DT, FPS, STATE_DIM  # noqa: F401 - the robot's interface, for the sim's modules
 EPISODE_LEN = 400  # control steps of a scripted episode, both tasks
 MAX_REWARD = 4  # the last reward stage of both tasks: an episode succeeds when it reaches it
 
@@ -17,8 +17,6 @@ MODES = ("joint", "ee")
 RENDER_QUALITIES = ("paper", "fast")
 CAMERAS = ("top", "angle", "front_close", "left_pillar", "right_pillar", "left_wrist", "right_wrist")
 
-# One arm: waist, shoulder, elbow, forearm_roll, wrist_angle, wrist_rotate (rad).
-ARM_JOINTS = ("waist", "shoulder", "elbow", "forearm_roll", "wrist_angle", "wrist_rotate")
 START_ARM_POSE = np.array([0.0, -0.96, 1.16, 0.0, -0.3, 0.0])
 START_FINGER_POS = 0.02239  # metres, left finger; the right finger mirrors it
 

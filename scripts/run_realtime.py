@@ -3,9 +3,14 @@
     python scripts/run_realtime.py ckpt_path=outputs/demo/train/checkpoints/last.onnx num_episodes=50
     python scripts/run_realtime.py ckpt_path=... asynchronous=false             # synchronous: misses ticks
     python scripts/run_realtime.py ckpt_path=... robot=aloha aloha.driver=my_robot:make_env episode_len=500
+    python scripts/run_realtime.py ckpt_path=... safety.mode=stop record_dir=datasets/deployed
 
 Reports missed ticks, tick jitter (lateness of each command against its 20 ms deadline, p50 and
-p99), queries per second, held ticks and (sim) success; writes ``metrics.json`` into out_dir.
+p99), queries per second, held ticks, (sim) success and what the safety stage did (clipped and
+refused commands, watchdog holds, stale warnings, a stop and its reason); writes ``metrics.json``
+into out_dir, also when the run stops early (exit 1; Ctrl-C: 130). ``record_dir=<dir>`` also
+writes each episode as it was played (ACT HDF5: observations, commands sent, ``/held``).
+See docs/deployment_safety.md.
 """
 
 from __future__ import annotations
@@ -15,17 +20,22 @@ import sys
 from pathlib import Path
 
 import hydra
+import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from act.data.schema import episode_path, list_episode_files, read_episode_info
 from act.eval.harness import execution_options
 from act.policy import ACTPolicy
 from act.runtime.predictors import artifact_format
 from act.runtime.realtime import Inference, run_episode, summarize_realtime
+from act.runtime.recording import EpisodeRecording
 from act.runtime.robot import AlohaRobot, SimRobot
+from act.runtime.safety import SafetyLimits
+from common.aloha import FPS
 from common.checks import check_setting
-from common.io import write_json
+from common.io import unwritable_reason, write_json
 
 ROBOTS = ("sim", "aloha")
 
@@ -76,38 +86,111 @@ def build(cfg: DictConfig):
     return policy, robot, ticks
 
 
+def check_record_dir(record_dir, policy: ACTPolicy) -> int | None:
+    """The first episode number to write into ``record_dir`` (None: not recording). Refuses a folder
+    it cannot write, or one holding episodes of other cameras or image size (they would not load
+    together); recordings already there are kept and numbered after."""
+    if record_dir is None:
+        return None
+    folder = Path(record_dir)
+    why = unwritable_reason(folder)
+    if why:
+        raise ValueError(f"record_dir={folder} is not writable ({why}); choose another record_dir")
+    files = list_episode_files(folder)
+    if not files:
+        return 0
+    info = read_episode_info(files[-1][1])
+    (h, w), shape = policy.image_size, info.image_shape or (0, 0)
+    if sorted(info.cameras) != sorted(policy.camera_names) or tuple(shape[:2]) != (h, w):
+        raise ValueError(f"record_dir={folder} holds episodes with cameras {list(info.cameras)} at {shape[0]}x{shape[1]}; "
+                         f"this policy sees {policy.camera_names} at {h}x{w}: choose another record_dir")
+    return files[-1][0] + 1
+
+
+def safety_limits(cfg: DictConfig) -> SafetyLimits:
+    return SafetyLimits(**OmegaConf.to_container(cfg.safety, resolve=True))
+
+
+def _limits(values) -> list:
+    return [float(v) if np.isfinite(v) else None for v in values]  # null: no limit
+
+
+def _ms(value) -> str:
+    return "-" if value is None else f"{value:.2f} ms"
+
+
 @hydra.main(config_path="../configs", config_name="run_realtime", version_base="1.3")
 def main(cfg: DictConfig) -> dict:
     try:
+        safety = safety_limits(cfg)
         policy, robot, ticks = build(cfg)
+        next_record = check_record_dir(cfg.record_dir, policy)
     except (ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
     inference = Inference(policy)
-    results = []
+    results, records = [], {}  # episode -> its file in record_dir
+    interrupted = False
     bar = tqdm(range(int(cfg.num_episodes)), desc=f"real time ({cfg.robot})", unit="ep")
     try:
         for i in bar:
-            result = run_episode(robot, policy, inference, ticks, seed=int(cfg.seed) + i)
+            seed = int(cfg.seed) + i
+            recording = EpisodeRecording() if next_record is not None else None
+            result = run_episode(robot, policy, inference, ticks, seed=seed, safety=safety, recording=recording)
             results.append(result)
+            if recording is not None and len(recording):
+                attrs = {"task": policy.task, "seed": seed, "fps": FPS, "success": result.success,
+                         "max_reward": result.max_reward, "robot": cfg.robot, "policy": str(cfg.ckpt_path),
+                         "execution": policy.execution, "safety_mode": safety.mode, "stopped": result.stopped,
+                         "source": "run_realtime"}
+                path = episode_path(cfg.record_dir, next_record + len(records))
+                records[i] = str(recording.write(path, attrs, sim=cfg.robot == "sim"))
             bar.set_postfix(missed=sum(r.missed_ticks for r in results),
                             success=f"{sum(bool(r.success) for r in results)}/{len(results)}")
+            if result.stopped is not None:
+                break  # a stop ends the run: someone looks at the robot before the next episode
+    except KeyboardInterrupt:  # between episodes: the episodes done are reported
+        interrupted = True
     finally:
         inference.close()
         bar.close()
     summary = summarize_realtime(results)
+    stopped = next(((i, r) for i, r in enumerate(results) if r.stopped is not None), None)
     metrics = {"policy": str(cfg.ckpt_path), "format": policy.predictor.format, "robot": cfg.robot,
                "execution": policy.execution, "precision": policy.precision, "threads": torch.get_num_threads(),
                "seeds": [int(cfg.seed), int(cfg.seed) + int(cfg.num_episodes) - 1], **summary,
+               "complete": len(results) == int(cfg.num_episodes) and stopped is None and not interrupted,
+               "safety": {"mode": safety.mode, "lower": _limits(safety.lower), "upper": _limits(safety.upper),
+                          "max_delta": _limits(safety.max_delta), "watchdog_ticks": safety.watchdog_ticks,
+                          "stale_ticks": safety.stale_ticks, "stale_ms": safety.stale_ms,
+                          "stale_stop": safety.stale_stop},
+               "record_dir": cfg.record_dir,
                "per_episode": [{"seed": int(cfg.seed) + i, "success": r.success, "missed_ticks": r.missed_ticks,
-                                "held_ticks": r.held_ticks, "queries": r.queries} for i, r in enumerate(results)]}
+                                "held_ticks": r.held_ticks, "queries": r.queries,
+                                "clipped_commands": r.clipped_commands, "refused_commands": r.refused_commands,
+                                "watchdog_holds": r.watchdog_holds, "stale_warnings": r.stale_warnings,
+                                "stopped": r.stopped, "record": records.get(i)} for i, r in enumerate(results)]}
     path = write_json(Path(cfg.out_dir) / "metrics.json", metrics)
-    jitter = summary["tick_jitter_ms"]
-    success = f"success {summary['successes']}/{summary['episodes']}" if summary["successes"] is not None else ""
-    print(f"{policy.execution}: {summary['missed_ticks']} missed ticks of {summary['ticks'] + summary['missed_ticks']}"
-          f" | jitter p50 {jitter['p50']:.2f} ms, p99 {jitter['p99']:.2f} ms | {summary['queries_per_s']:.1f} "
-          f"queries/s | {summary['held_share']:.1%} of ticks held | {success}")
+    if results:
+        jitter = summary["tick_jitter_ms"]
+        success = f"success {summary['successes']}/{summary['episodes']}" if summary["successes"] is not None else ""
+        rate = "-" if summary["queries_per_s"] is None else f"{summary['queries_per_s']:.1f}"
+        print(f"{policy.execution}: {summary['missed_ticks']} missed ticks of "
+              f"{summary['ticks'] + summary['missed_ticks']} | jitter p50 {_ms(jitter['p50'])}, p99 {_ms(jitter['p99'])}"
+              f" | {rate} queries/s | {summary['held_share']:.1%} of ticks held | {success}")
+        print(f"safety ({safety.mode}): {summary['clipped_commands']} commands clipped, {summary['refused_commands']} "
+              f"refused, {summary['watchdog_holds']} watchdog holds, {summary['stale_warnings']} stale warnings")
+    if records:
+        print(f"recorded: {len(records)} episodes in {cfg.record_dir}")
     print(f"metrics: {path}")
+    if stopped is not None:
+        i, result = stopped
+        print(f"stopped: episode {i} (seed {int(cfg.seed) + i}) after {result.ticks} ticks, holding the last safe "
+              f"command: {result.stopped}", file=sys.stderr)
+        sys.exit(130 if result.stopped.startswith("interrupted") else 1)
+    if interrupted:
+        print(f"stopped: interrupted (Ctrl-C) after {len(results)} of {cfg.num_episodes} episodes", file=sys.stderr)
+        sys.exit(130)
     return metrics
 
 

@@ -46,3 +46,56 @@ def assert_same_weights(ckpt_a: Path, ckpt_b: Path) -> tuple[dict, dict]:
     for key, value in a["state_dict"].items():
         torch.testing.assert_close(b["state_dict"][key], value, rtol=1e-5, atol=1e-6, msg=key)
     return a, b
+
+
+# -- the control loop in fake time: deterministic timing, no wall-clock limits ------------------
+class FakeClock:
+    EPOCH = 1.7e9  # ``wall()``: seconds since the epoch, as robots stamp observations
+
+    def __init__(self):
+        self.t = 0.0
+
+    def now(self) -> float:
+        return self.t
+
+    def wall(self) -> float:
+        return self.EPOCH + self.t
+
+    def sleep_until(self, deadline: float) -> None:
+        self.t = max(self.t, deadline)
+
+
+class Done:
+    """A future that completes when the fake clock reaches ``at`` (with ``value``, or raising it
+    when it is an exception, as a query that failed in the background would)."""
+
+    def __init__(self, clock, at, value):
+        self.clock, self.at, self.value = clock, at, value
+
+    def done(self) -> bool:
+        return self.clock.now() >= self.at
+
+    def result(self):
+        self.clock.t = max(self.clock.t, self.at)
+        if isinstance(self.value, Exception):
+            raise self.value
+        return self.value
+
+
+class TimedInference:
+    """The policy's real chunk, taking ``latency_s`` of fake-clock time."""
+
+    def __init__(self, policy, clock, latency_s):
+        self.policy, self.clock, self.latency_s = policy, clock, latency_s
+
+    def run(self, observation):
+        chunk = self.policy.predict_chunk(observation)
+        self.clock.t += self.latency_s
+        return chunk, 1000 * self.latency_s
+
+    def start(self, observation):
+        try:
+            value = self.policy.predict_chunk(observation), 1000 * self.latency_s
+        except Exception as err:  # noqa: BLE001 - delivered by the future, like a background thread's
+            value = err
+        return Done(self.clock, self.clock.now() + self.latency_s, value)

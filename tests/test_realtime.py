@@ -15,50 +15,9 @@ from act.policy import ACTPolicy
 from act.runtime.realtime import TICK_S, Inference, run_episode, summarize_realtime
 from act.runtime.robot import AlohaRobot, SimRobot
 from envs import make_env
-from helpers import IMAGE
+from helpers import IMAGE, FakeClock, TimedInference
 
 ALOHA_CAMERAS = ("cam_high", "cam_low", "cam_left_wrist", "cam_right_wrist")
-
-
-class FakeClock:
-    def __init__(self):
-        self.t = 0.0
-
-    def now(self) -> float:
-        return self.t
-
-    def sleep_until(self, deadline: float) -> None:
-        self.t = max(self.t, deadline)
-
-
-class Done:
-    """A future that completes when the fake clock reaches ``at``."""
-
-    def __init__(self, clock, at, value):
-        self.clock, self.at, self.value = clock, at, value
-
-    def done(self) -> bool:
-        return self.clock.now() >= self.at
-
-    def result(self):
-        self.clock.t = max(self.clock.t, self.at)
-        return self.value
-
-
-class TimedInference:
-    """The policy's real chunk, taking ``latency_s`` of fake-clock time."""
-
-    def __init__(self, policy, clock, latency_s):
-        self.policy, self.clock, self.latency_s = policy, clock, latency_s
-
-    def run(self, observation):
-        chunk = self.policy.predict_chunk(observation)
-        self.clock.t += self.latency_s
-        return chunk, 1000 * self.latency_s
-
-    def start(self, observation):
-        return Done(self.clock, self.clock.now() + self.latency_s, (self.policy.predict_chunk(observation),
-                                                                     1000 * self.latency_s))
 
 
 class FakeAlohaEnv:

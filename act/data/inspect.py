@@ -9,12 +9,8 @@ import numpy as np
 
 from act.data.episodes import DatasetError, EpisodeIndex, detect_format
 from act.data.schema import EpisodeFormatError, list_episode_files, read_episode_info, read_frame, read_low_dim
+from common.aloha import JOINT_NAMES
 from common.video import tile, write_mp4
-from envs.constants import ARM_JOINTS
-
-# Labels of the 14 state/action dimensions: per arm its six joints, then the gripper.
-JOINT_NAMES = [f"{side} {joint.replace('_', ' ')}" for side in ("left", "right")
-               for joint in (*ARM_JOINTS, "gripper")]
 
 
 def summary(folder: Path | str) -> tuple[list[dict], dict]:

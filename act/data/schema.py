@@ -10,8 +10,10 @@ One HDF5 file per episode, ``episode_{i}.hdf5``, as the ACT scripts write it::
     /action                      (T, A) float32
     root attribute ``sim``       bool
 
-Our recorder adds ``/reward`` (T,) and attributes (task, seed, fps, success, ...); plain
-readers ignore both.
+Our recorder adds ``/reward`` (T,) and attributes (task, seed, fps, success, ...); episodes
+recorded on a robot by ``scripts/run_realtime.py record_dir=...`` add ``/held`` (T,) bool (the
+tick's command was the last one held: no fresh planned action, or a stop) and ``/tick`` (T,)
+int64 (the control tick of each step: gaps are ticks the loop missed). Plain readers ignore them.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ EFFORT = "observations/effort"
 IMAGES = "observations/images"
 ACTION = "action"
 REWARD = "reward"
+HELD = "held"
+TICK = "tick"
 
 COMPRESSIONS = ("none", "gzip", "lzf")
 EPISODE_PATTERN = re.compile(r"^episode_(\d+)\.hdf5$")
@@ -184,14 +188,16 @@ def read_episode_info(path: Path | str, deep: bool = False) -> EpisodeInfo:
 
 
 def read_low_dim(path: Path | str) -> dict[str, np.ndarray]:
-    """``qpos``, ``action`` (and ``qvel``/``effort``/``reward`` when present) of one episode as arrays."""
+    """``qpos``, ``action`` (and ``qvel``/``effort``/``reward``/``held``/``tick`` when present) of one
+    episode as arrays."""
     with _open(Path(path)) as root:
         out = {"qpos": root[QPOS][()].astype(np.float32), "action": root[ACTION][()].astype(np.float32)}
         for name, key in (("qvel", QVEL), ("effort", EFFORT)):
             if key in root:
                 out[name] = root[key][()].astype(np.float32)
-        if REWARD in root:
-            out["reward"] = root[REWARD][()]
+        for key in (REWARD, HELD, TICK):
+            if key in root:
+                out[key] = root[key][()]
     return out
 
 
@@ -208,13 +214,15 @@ def _plain(value):
 
 def write_episode(path: Path | str, *, qpos: np.ndarray, action: np.ndarray, images: Mapping[str, np.ndarray],
                   qvel: np.ndarray | None = None, effort: np.ndarray | None = None, reward: np.ndarray | None = None,
-                  attrs: Mapping | None = None, compression: str = "none", sim: bool = True) -> Path:
+                  attrs: Mapping | None = None, compression: str = "none", sim: bool = True,
+                  extra: Mapping[str, np.ndarray] | None = None) -> Path:
     """Write one episode atomically (temporary file, then rename) and return its path.
 
     Args:
         qpos, qvel, effort, action: (T, D) arrays (qvel and effort optional); images: camera -> (T, H, W, 3) uint8.
         reward: optional (T,) rewards; attrs: extra root attributes (task, seed, ...).
         compression: 'none', 'gzip' or 'lzf' for the image datasets (chunked one frame each).
+        extra: more per-step datasets at the root, name -> (T, ...) array (``HELD``, ``TICK``).
     """
     check_choice("compression", compression, COMPRESSIONS)
     path = Path(path)
@@ -226,6 +234,9 @@ def write_episode(path: Path | str, *, qpos: np.ndarray, action: np.ndarray, ima
     for key, arr in arrays.items():
         if np.ndim(arr) != 2 or len(arr) != steps:
             raise ValueError(f"{path.name}: /{key} must be ({steps}, dim), got {np.shape(arr)}")
+    for key, arr in (extra or {}).items():
+        if key in (QPOS, QVEL, EFFORT, ACTION, REWARD) or key.startswith("observations") or len(arr) != steps:
+            raise ValueError(f"{path.name}: extra dataset /{key} must have {steps} steps and a name of its own")
     for cam, frames in images.items():
         if frames.ndim != 4 or frames.shape[0] != steps or frames.shape[-1] != 3 or frames.dtype != np.uint8:
             raise ValueError(f"{path.name}: camera {cam!r} must be ({steps}, H, W, 3) uint8, "
@@ -243,4 +254,6 @@ def write_episode(path: Path | str, *, qpos: np.ndarray, action: np.ndarray, ima
                 group.create_dataset(cam, data=frames, chunks=(1, *frames.shape[1:]), **options)
             if reward is not None:
                 root.create_dataset(REWARD, data=np.asarray(reward))
+            for key, arr in (extra or {}).items():
+                root.create_dataset(key, data=np.asarray(arr))
     return path

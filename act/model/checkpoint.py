@@ -13,7 +13,9 @@ from __future__ import annotations
 import pickle
 import zipfile
 from pathlib import Path
+from typing import Any, Iterable
 
+import numpy as np
 import torch
 
 from act.model.act import ACTConfig
@@ -113,8 +115,8 @@ def load_network(path: str | Path, map_location: str | torch.device = "cpu",
                  channels_last: bool = True) -> NormalizedACT:
     """The trained network of a checkpoint (either layout), in eval mode, on ``map_location``.
 
-    Raises ``CheckpointError`` for a file that is not a readable checkpoint or whose weights do
-    not fit the network its settings describe.
+    Raises ``CheckpointError`` for a file that is not a readable checkpoint, whose weights do not
+    fit the network its settings describe, or whose weights are not finite (NaN or inf).
     """
     checkpoint = read_checkpoint(path)
     try:
@@ -129,4 +131,30 @@ def load_network(path: str | Path, map_location: str | torch.device = "cpu",
         first = str(err).strip().splitlines()[0]
         raise CheckpointError(f"{path} is not a readable checkpoint (weights do not fit its settings: {first}); "
                               f"{CHECKPOINT_HINT}") from None
+    check_finite_weights(path, state.items())
     return net.to(map_location).eval()
+
+
+def check_finite_weights(path: str | Path, named: Iterable[tuple[str, Any]], error: type[ValueError] = CheckpointError
+                         ) -> None:
+    """Raise ``error("<path> has non-finite weights ...")`` if a floating-point tensor of ``named``
+    ((name, torch tensor or numpy array) pairs) holds NaN or inf: the weights of a run that
+    diverged, whose commands would be NaN on a robot."""
+    bad, total = [], 0
+    for name, value in named:
+        if torch.is_tensor(value):
+            if not value.is_floating_point():
+                continue
+            finite = bool(torch.isfinite(value).all())
+        else:
+            value = np.asarray(value)
+            if not np.issubdtype(value.dtype, np.floating):
+                continue
+            finite = bool(np.isfinite(value).all())
+        total += 1
+        if not finite:
+            bad.append(name)
+    if bad:
+        raise error(f"{path} has non-finite weights (NaN or inf in {len(bad)} of {total} tensors, e.g. {bad[0]}): "
+                    f"the training run that wrote it diverged; use an earlier checkpoint of the run, or train again "
+                    f"with a lower learning rate")

@@ -4,7 +4,8 @@ A predictor maps raw qpos (N, D) float32 and camera images (N, C, 3, H, W) uint8
 (N, k, A) float32, and says in ``meta`` what it expects (cameras, image size, chunk size, task).
 ``load_predictor(path)`` picks the runtime from the file: a training checkpoint (``.ckpt``, read
 without Lightning), a TorchScript artifact (``.pt``) or an ONNX model (``.onnx``), both written by
-``scripts/export.py``. Nothing here imports Lightning or Hydra.
+``scripts/export.py``. Nothing here imports Lightning or Hydra. A file whose weights hold NaN or
+inf (a run that diverged) is refused: "<path> has non-finite weights".
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ class TorchScriptPredictor:
                                 f"write one with scripts/export.py format=torchscript") from None
         self.meta = _parse_meta(extra[META_FILE], path)
         self.meta["format"] = self.format
+        from act.model.checkpoint import check_finite_weights
+
+        check_finite_weights(path, self.module.state_dict().items(), ArtifactError)
         self.module.eval()
 
     @torch.no_grad()
@@ -97,11 +101,33 @@ class OnnxPredictor:
         metadata = self.session.get_modelmeta().custom_metadata_map
         self.meta = _parse_meta(metadata.get(META_FILE, ""), path)
         self.meta["format"] = self.format
+        from act.model.checkpoint import check_finite_weights
+
+        check_finite_weights(path, onnx_weights(path), ArtifactError)
 
     def __call__(self, qpos: np.ndarray, images: np.ndarray) -> np.ndarray:
         feeds = {"qpos": np.ascontiguousarray(qpos, dtype=np.float32),
                  "images": np.ascontiguousarray(images, dtype=np.uint8)}
         return self.session.run(["actions"], feeds)[0]  # (N, k, A)
+
+
+def onnx_weights(path: str | Path):
+    """(name, array) of every weight of an ONNX model: its initializers and the tensors of its
+    ``Constant`` nodes (where the exporter folded some). Nothing without the ``onnx`` package
+    (onnxruntime alone cannot list them); the control loop still stops on a non-finite chunk."""
+    try:
+        import onnx
+        from onnx import numpy_helper
+    except ImportError:
+        return
+    graph = onnx.load(str(path)).graph
+    for tensor in graph.initializer:
+        yield tensor.name, numpy_helper.to_array(tensor)
+    for node in graph.node:
+        if node.op_type == "Constant":
+            for attribute in node.attribute:
+                if attribute.type == onnx.AttributeProto.TENSOR:
+                    yield node.output[0], numpy_helper.to_array(attribute.t)
 
 
 def _parse_meta(text, path) -> dict:

@@ -7,17 +7,34 @@ thread (PyTorch and ONNX Runtime release the GIL while they compute), so the loo
 ticks; synchronous execution runs it inline, and the ticks that pass meanwhile are missed (the
 arm holds). Reported per episode: missed ticks, the lateness of each command against its
 deadline (jitter), queries, held ticks and success.
+
+The loop fails safe. Every planned action passes ``SafetyLimits.apply`` (joint limits and a
+largest change per tick; ``act.runtime.safety``) before ``Robot.command``, clipped or refused.
+A refused command, a chunk with NaN or inf, an exception in inference, in the observation check
+or in the robot's driver, a stale observation under ``stale_stop``, and Ctrl-C all end the
+episode the same way: the arm is commanded the last safe command once more, the robot's
+optional ``stop()`` is called, and the partial result says why in ``stopped``. A run of
+``watchdog_ticks`` ticks without a fresh planned action (the arm holding) is counted and logged.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
+from act.runtime.safety import CLIPPED, REFUSED, SafetyLimits, SafetyStop, StaleInputs
 from act.runtime.scheduler import ChunkScheduler
+from common.aloha import joint_name
+
+if TYPE_CHECKING:  # recording needs h5py, which running a policy does not
+    from act.runtime.recording import EpisodeRecording
+
+log = logging.getLogger(__name__)
 
 TICK_S = 0.02  # 50 Hz (ACT paper Sec. 4: ALOHA's control frequency)
 
@@ -28,6 +45,10 @@ class WallClock:
 
     def now(self) -> float:
         return time.perf_counter()
+
+    def wall(self) -> float:
+        """The time robots stamp observations with (s since the epoch, as ROS and camera drivers do)."""
+        return time.time()
 
     def sleep_until(self, deadline: float) -> None:
         while True:
@@ -50,6 +71,11 @@ class RealtimeResult:
     wall_s: float = 0.0
     success: bool | None = None
     max_reward: int | None = None
+    clipped_commands: int = 0  # commands the safety limits clipped (safety.mode=clip)
+    refused_commands: int = 0  # commands refused (safety.mode=stop, or not finite): the episode stopped
+    watchdog_holds: int = 0  # times no fresh planned action came for safety.watchdog_ticks ticks (the arm held)
+    stale_warnings: list[str] = field(default_factory=list)  # at most one per source (qpos, camera, timestamp)
+    stopped: str | None = None  # why the episode ended early, holding the last safe command; None: it ran out
 
 
 class Inference:
@@ -74,69 +100,117 @@ class Inference:
         self.pool.shutdown(wait=True)
 
 
-def run_episode(robot, policy, inference, ticks: int, seed: int | None = None, clock=None) -> RealtimeResult:
+def run_episode(robot, policy, inference, ticks: int, seed: int | None = None, clock=None,
+                safety: SafetyLimits | None = None, recording: EpisodeRecording | None = None) -> RealtimeResult:
     """One episode of ``ticks`` control ticks (or until ``robot.done``) in real time.
 
     Args:
         robot: a ``Robot``; policy: an ``ACTPolicy`` (its execution settings give the scheduler);
         inference: an ``Inference`` (or anything with ``start(obs) -> Future`` and ``run(obs)``);
-        clock: ``WallClock`` (default) or a stand-in with ``now()`` and ``sleep_until(t)``.
+        clock: ``WallClock`` (default) or a stand-in with ``now()`` and ``sleep_until(t)`` (and
+            ``wall()`` for observation timestamps; default ``time.time``);
+        safety: the limits every command passes (default: ALOHA's, ``SafetyLimits()``);
+        recording: an ``EpisodeRecording`` that gets every commanded tick, or None.
+
+    A stop (see the module docstring) is not raised: the result says why in ``stopped``.
     """
     clock = clock or WallClock()
+    safety = safety or SafetyLimits()
+    wall = getattr(clock, "wall", time.time)
     scheduler: ChunkScheduler = policy.new_scheduler()
     result = RealtimeResult()
+    stale = StaleInputs(safety)
     observation = robot.reset(seed)
-    last = np.asarray(observation["qpos"], dtype=np.float64).copy()  # hold where the arm is
+    last = np.asarray(observation["qpos"], dtype=np.float64).copy()  # the last safe command: where the arm is
+    if last.shape != (safety.dim,):
+        raise ValueError(f"the safety limits are for {safety.dim} joints; the robot's qpos has shape {last.shape}")
     future: Future | None = None
     start = clock.now()
     tick = 0
-    while tick < ticks and not robot.done:
-        deadline = start + tick * TICK_S
-        clock.sleep_until(deadline)
-        behind = min(int((clock.now() - deadline) // TICK_S), ticks - tick)  # whole ticks already gone
-        if behind > 0:
-            result.missed_ticks += behind
-            for _ in range(behind if not scheduler.blocking else 0):
-                scheduler.next_action()  # asynchronous: the plan's clock is the control tick
-            tick += behind
-            if tick >= ticks:
-                break
+    sent = observed = fresh = -1  # the last tick commanded, observed, and given a fresh planned action
+    watchdog_on = False  # the current run of held ticks was reported
+    try:
+        while tick < ticks and not robot.done:
             deadline = start + tick * TICK_S
-        observation = robot.observe()
-        policy.check_observation(observation)
-        if future is not None and future.done():
-            chunk, ms = future.result()
-            scheduler.deliver(chunk)
-            result.query_ms.append(ms)
-            future = None
-        if scheduler.wants_query():
-            scheduler.issue()
-            if scheduler.blocking:  # synchronous: the loop waits, the ticks meanwhile are missed
-                chunk, ms = inference.run(observation)
-                scheduler.deliver(chunk)
-                result.query_ms.append(ms)
-                behind = min(int((clock.now() - deadline) // TICK_S), ticks - tick)
-                if behind > 0:
-                    result.missed_ticks += behind
-                    tick += behind
-                    if tick >= ticks:
-                        break
-                    deadline = start + tick * TICK_S
+            clock.sleep_until(deadline)
+            behind = min(int((clock.now() - deadline) // TICK_S), ticks - tick)  # whole ticks already gone
+            if behind > 0:
+                result.missed_ticks += behind
+                for _ in range(behind if not scheduler.blocking else 0):
+                    scheduler.next_action()  # asynchronous: the plan's clock is the control tick
+                tick += behind
+                if tick >= ticks:
+                    break
+                deadline = start + tick * TICK_S
+            observation, observed = _robot_call(robot.observe, "observation", tick), tick
+            for warning in stale.update(observation, tick, _age_ms(observation, wall)):
+                result.stale_warnings.append(warning)
+                log.warning("%s", warning)
+                if safety.stale_stop:
+                    raise SafetyStop(f"{warning} (safety.stale_stop=true)")
+            try:
+                policy.check_observation(observation)
+            except ValueError as err:
+                raise SafetyStop(f"observation refused at tick {tick}: {err}") from None
+            if future is not None and future.done():
+                done, future = future, None
+                _deliver(scheduler, result, _inferred(done.result, tick), tick)
+            if scheduler.wants_query():
+                scheduler.issue()
+                if scheduler.blocking:  # synchronous: the loop waits, the ticks meanwhile are missed
+                    _deliver(scheduler, result, _inferred(lambda: inference.run(observation), tick), tick)
+                    behind = min(int((clock.now() - deadline) // TICK_S), ticks - tick)
+                    if behind > 0:
+                        result.missed_ticks += behind
+                        tick += behind
+                        if tick >= ticks:
+                            break
+                        deadline = start + tick * TICK_S
+                else:
+                    future = _inferred(lambda: inference.start(observation), tick)
+            action, _ = scheduler.next_action()
+            # The watchdog: ticks in a row the arm has held (missed ticks included) without a fresh action.
+            held_run = tick - fresh - (0 if action is None else 1)
+            if held_run >= safety.watchdog_ticks and not watchdog_on:
+                watchdog_on = True
+                result.watchdog_holds += 1
+                log.warning("watchdog at tick %d: no fresh planned action for %d ticks (safety.watchdog_ticks=%d); "
+                            "the arm holds its last command", tick, held_run, safety.watchdog_ticks)
+            if action is None:
+                result.held_ticks += 1
             else:
-                future = inference.start(observation)
-        action, _ = scheduler.next_action()
-        if action is None:
-            result.held_ticks += 1
-        else:
-            last = np.asarray(action, dtype=np.float64)
-        result.lateness_ms.append(1000.0 * (clock.now() - deadline))  # when the command leaves the loop
-        robot.command(last, tick)
-        result.ticks += 1
-        tick += 1
-    if hasattr(robot, "hold_until"):
+                fresh, watchdog_on = tick, False
+                command, verdict, why = safety.apply(action, last)
+                if verdict == REFUSED:
+                    result.refused_commands += 1
+                    raise SafetyStop(f"command refused at tick {tick}: {why}")
+                if verdict == CLIPPED:
+                    result.clipped_commands += 1
+                    log.debug("command clipped at tick %d: %s", tick, why)
+                last = command
+            result.lateness_ms.append(1000.0 * (clock.now() - deadline))  # when the command leaves the loop
+            sent = tick
+            _robot_call(lambda: robot.command(last, tick), "command", tick)
+            if recording is not None:
+                recording.add(tick, observation, last, held=action is None)
+            result.ticks += 1
+            tick += 1
+    except SafetyStop as stop:
+        result.stopped = str(stop)
+    except KeyboardInterrupt:
+        result.stopped = f"interrupted (Ctrl-C) at tick {tick}"
+    if result.stopped is not None:
+        log.warning("episode stopped: %s; holding the last safe command", result.stopped)
+        hold = max(tick, sent + 1)  # this tick, or the next if its command may have gone out already
+        unrecorded = observation if observed > sent else None  # seen since the last command (not on Ctrl-C in a wait)
+        _hold_and_stop(robot, result, last, hold, ticks, unrecorded, recording)
+    elif hasattr(robot, "hold_until"):
         robot.hold_until(min(tick, ticks))  # ticks missed at the very end: the arm held
     if future is not None:
-        future.result()  # let the query in flight finish before the next episode
+        try:
+            future.result()  # let the query in flight finish before the next episode
+        except Exception:  # noqa: BLE001 - its chunk is not used: the episode is over
+            log.debug("the query in flight at the end of the episode failed", exc_info=True)
     result.queries = scheduler.queries
     result.skipped_actions = scheduler.skipped
     result.wall_s = clock.now() - start
@@ -145,8 +219,63 @@ def run_episode(robot, policy, inference, ticks: int, seed: int | None = None, c
     return result
 
 
+def _age_ms(observation: Mapping, wall) -> float | None:
+    """How old the observation's ``timestamp`` (s since the epoch) is, None without one."""
+    stamp = observation.get("timestamp")
+    return None if stamp is None else 1000.0 * (wall() - float(stamp))
+
+
+def _robot_call(call, what: str, tick: int):
+    """``call()``, with an exception of the robot's driver turned into a stop."""
+    try:
+        return call()
+    except Exception as err:  # noqa: BLE001 - a failing driver ends the episode; the report is kept
+        raise SafetyStop(f"the robot's {what} failed at tick {tick}: {type(err).__name__}: {err}") from err
+
+
+def _inferred(call, tick: int):
+    """``call()``, with any exception of the network turned into a stop."""
+    try:
+        return call()
+    except Exception as err:  # noqa: BLE001 - whatever the runtime raises, the arm must not see it
+        raise SafetyStop(f"inference failed at tick {tick}: {type(err).__name__}: {err}") from err
+
+
+def _deliver(scheduler: ChunkScheduler, result: RealtimeResult, timed, tick: int) -> None:
+    """Hand a finished query's chunk to the scheduler, unless it holds NaN or inf (a stop)."""
+    chunk, ms = timed
+    result.query_ms.append(ms)
+    chunk = np.asarray(chunk)
+    bad = np.argwhere(~np.isfinite(chunk))  # (n, 2): (step, joint) of each non-finite number
+    if len(bad):
+        step, joint = (int(v) for v in bad[0])
+        raise SafetyStop(f"the network returned a chunk with NaN or inf at tick {tick} ({len(bad)} of {chunk.size} "
+                         f"numbers, the first at step {step}, {joint_name(joint, chunk.shape[-1])}); none of it was sent")
+    scheduler.deliver(chunk)
+
+
+def _hold_and_stop(robot, result: RealtimeResult, last: np.ndarray, tick: int, ticks: int, observation,
+                   recording: EpisodeRecording | None) -> None:
+    """End a stopped episode: command the last safe command for ``tick`` (the first not yet
+    commanded), then call the robot's ``stop()`` if it has one."""
+    try:
+        if tick < ticks and not robot.done:
+            robot.command(last, tick)
+            result.ticks += 1
+            result.held_ticks += 1
+            if recording is not None and observation is not None:
+                recording.add(tick, observation, last, held=True)
+        stop = getattr(robot, "stop", None)
+        if callable(stop):
+            stop()
+    except Exception as err:  # noqa: BLE001 - the robot itself failed; say so, keep the report
+        result.stopped += f"; the robot failed while stopping: {type(err).__name__}: {err}"
+        log.error("the robot failed while stopping: %s", err)
+
+
 def summarize_realtime(results: list[RealtimeResult]) -> dict:
-    """Missed ticks, jitter p50/p99, queries per second, held ticks and success over episodes."""
+    """Missed ticks, jitter p50/p99, queries per second, held ticks, success and the safety stage's
+    counts (clipped and refused commands, watchdog holds, stale warnings, stopped episodes) over episodes."""
     lateness = np.concatenate([r.lateness_ms for r in results]) if results else np.zeros(0)
     query_ms = np.concatenate([r.query_ms for r in results]) if results else np.zeros(0)
     wall = sum(r.wall_s for r in results)
@@ -165,5 +294,10 @@ def summarize_realtime(results: list[RealtimeResult]) -> dict:
         "skipped_actions": sum(r.skipped_actions for r in results),
         "success_rate": float(np.mean(successes)) if successes else None,
         "successes": int(sum(successes)) if successes else None,
+        "clipped_commands": sum(r.clipped_commands for r in results),
+        "refused_commands": sum(r.refused_commands for r in results),
+        "watchdog_holds": sum(r.watchdog_holds for r in results),
+        "stale_warnings": sum(len(r.stale_warnings) for r in results),
+        "stops": sum(r.stopped is not None for r in results),
         "wall_s": wall,
     }

@@ -4,7 +4,9 @@ adapter for ALOHA's real-robot environment.
 A ``Robot`` gives observations (``qpos`` (14,), ``images`` {camera: (H, W, 3) uint8}) and takes
 one joint-position command per 50 Hz tick (14 numbers: per arm 6 joints in radians and the
 gripper normalised to [0 closed, 1 open]). ``command(action, tick)`` names the tick it is for:
-a robot that missed ticks knows how long its arm held the previous command.
+a robot that missed ticks knows how long its arm held the previous command. An observation
+may carry ``timestamp`` (s since the epoch, when it was taken): the loop warns when it is old
+(``act.runtime.safety``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 
+from act.runtime.safety import describe
 from common.aloha import STATE_DIM
 
 
@@ -32,11 +35,19 @@ class Robot(Protocol):
     def done(self) -> bool:
         """The episode is over (a sim's time limit; a real robot: never by itself)."""
 
+    # Optional: ``stop()``, called once when an episode is stopped early (a refused command, a
+    # failed query, Ctrl-C, ...) after the last safe command was sent again: e.g. brake or switch
+    # the motors to holding. The loop calls it only where it exists (``getattr(robot, "stop", None)``).
+
 
 def check_action(action, dim: int = STATE_DIM) -> np.ndarray:
+    """``action`` as (dim,) float64; ``ValueError`` naming the wrong shape or the joints that are not finite."""
     action = np.asarray(action, dtype=np.float64)
-    if action.shape != (dim,) or not np.all(np.isfinite(action)):
+    if action.shape != (dim,):
         raise ValueError(f"a joint command must be {dim} finite numbers, got shape {action.shape}")
+    bad = np.flatnonzero(~np.isfinite(action))
+    if bad.size:
+        raise ValueError(f"a joint command must be {dim} finite numbers; {bad.size} are not: {describe(action, bad)}")
     return action
 
 
@@ -156,6 +167,12 @@ class AlohaRobot:
         self._ts = self.env.step(action)
         self._observation = self._convert(self._ts.observation)
         self.ticks_sent.append(int(tick))
+
+    def stop(self) -> None:
+        """Forward a stop to the driver when it has ``stop()`` (the arm holds its last command either way)."""
+        stop = getattr(self.env, "stop", None)
+        if callable(stop):
+            stop()
 
     @property
     def done(self) -> bool:
