@@ -32,6 +32,7 @@ from act.precision import device_type_of, resolve_precision
 from act.train import ConfigError, train
 from common.checks import check_setting
 from common.io import write_json
+from common.lock import FolderInUseError
 from envs import make_env
 from envs.constants import EPISODE_LEN
 
@@ -220,7 +221,7 @@ def run(cfg: DictConfig) -> dict:
 def main(cfg: DictConfig) -> None:
     try:
         run(cfg)
-    except (ConfigError, DatasetError, ValueError, FileNotFoundError) as err:
+    except (ConfigError, DatasetError, ValueError, FileNotFoundError, FolderInUseError) as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
