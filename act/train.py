@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import sys
 import warnings
 from contextlib import nullcontext
@@ -220,7 +221,7 @@ def fit(cfg: DictConfig, dm: ACTDataModule, module: L.LightningModule, trainer: 
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
     for cb in trainer.checkpoint_callbacks:
         if getattr(cb, "monitor", None) == "val/l1" and cb.best_model_score is not None \
-                and Path(cb.best_model_path).is_file():  # report only files that exist
-            metrics["best/val_l1"] = float(cb.best_model_score)
+                and math.isfinite(float(cb.best_model_score)) and Path(cb.best_model_path).is_file():
+            metrics["best/val_l1"] = float(cb.best_model_score)  # only a finite score, of a file that exists
             metrics["best_ckpt"] = cb.best_model_path
     return metrics
