@@ -24,7 +24,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from act.budget import estimate_evaluation, estimate_training, minutes
-from act.callbacks import DivergenceError
+from act.callbacks import CheckpointSaveError, DivergenceError
 from act.data.episodes import DatasetError
 from act.data.record import RecordSettings, describe, record_with_bar
 from act.eval.harness import build_spec, evaluate_and_save, summary_line
@@ -222,7 +222,8 @@ def run(cfg: DictConfig) -> dict:
 def main(cfg: DictConfig) -> None:
     try:
         run(cfg)
-    except (ConfigError, DatasetError, ValueError, FileNotFoundError, DivergenceError, FolderInUseError) as err:
+    except (ConfigError, DatasetError, ValueError, FileNotFoundError, CheckpointSaveError, DivergenceError,
+            FolderInUseError) as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:

@@ -4,22 +4,27 @@ from __future__ import annotations
 
 import builtins
 import csv
+import os
 import re
+import resource
 import shutil
 import signal
+import subprocess
+import sys
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from act.callbacks import CheckpointSaveError, DivergenceError
+from act.callbacks import CheckpointSaveError, DivergenceError, SafeCheckpointIO
 from act.data.record import RecordSettings, record
 from act.eval.harness import build_spec
 from act.lit_module import read_checkpoint
 from act.train import ConfigError, train
-from helpers import CONFIGS, NaNQposAt, checkpoint_is_finite, make_cfg, tiny_overrides
+from helpers import CONFIGS, ROOT, NaNQposAt, checkpoint_is_finite, make_cfg, tiny_overrides
 
 
 def eval_cfg(*overrides: str):
@@ -143,7 +148,8 @@ def test_a_failing_checkpoint_save_stops_the_run(demos, tmp_path, monkeypatch):
 
     monkeypatch.setattr(builtins, "open", read_only_checkpoints)
     with pytest.raises(CheckpointSaveError, match=r"could not save checkpoint .*checkpoints/.*\.ckpt: Permission "
-                                                  r"denied; make .*checkpoints writable"):
+                                                  r"denied \([\d.]+ MB free in .*checkpoints, the checkpoint needs "
+                                                  r"about [\d.]+ MB\); make .*checkpoints writable"):
         train(make_cfg(demos, out, "trainer.max_steps=2", "trainer.val_check_interval=1"))
     monkeypatch.undo()
     assert list((out / "checkpoints").iterdir()) == []
@@ -236,6 +242,79 @@ def test_demo_reports_divergence_as_one_error_line(demos, tmp_path, capsys):
             demo_script.main.__wrapped__(cfg)
     assert code.value.code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("error: training diverged at step ")
+
+
+@contextmanager
+def file_size_limit(nbytes: int):
+    """Writes past ``nbytes`` fail with EFBIG in this process (RLIMIT_FSIZE, SIGXFSZ ignored), as on a full disk."""
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, handler)
+
+
+def test_a_save_that_cannot_be_written_names_path_free_space_and_size(tmp_path):
+    # torch.save stopped short says only "[enforce fail at inline_container.cc:672] . unexpected pos ...".
+    path = tmp_path / "checkpoints" / "last.ckpt"
+    SafeCheckpointIO().save_checkpoint({"state_dict": {"w": torch.ones(10)}}, path)
+    before = path.read_bytes()
+    checkpoint = {"state_dict": {"w": torch.zeros(1_000_000)}, "optimizer_states": [{"m": torch.zeros(500_000)}]}
+    with file_size_limit(1_000_000), pytest.raises(CheckpointSaveError) as err:
+        SafeCheckpointIO().save_checkpoint(checkpoint, path)
+    assert re.fullmatch(rf"could not save checkpoint {path}: File too large \([\d.]+ MB free in {path.parent}, the "
+                        r"checkpoint needs about 6\.0 MB\); raise this shell's file-size limit \(ulimit -f\), then "
+                        r"resume from its last checkpoint", str(err.value)), str(err.value)
+    assert path.read_bytes() == before and os.listdir(path.parent) == ["last.ckpt"]  # no partial file
+
+
+def test_the_interrupted_rescue_on_a_full_disk_fails_with_the_same_line(demos, tmp_path):
+    out = tmp_path / "run"
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        with file_size_limit(4_000_000), pytest.raises(CheckpointSaveError) as err:
+            train(make_cfg(demos, out, "trainer.max_steps=4", "+callbacks.cut._target_=helpers.InterruptAt",
+                           "+callbacks.cut.step=2"))
+    finally:
+        signal.signal(signal.SIGINT, handler)  # Lightning ignores further Ctrl-C after the first
+    assert re.fullmatch(rf"could not save checkpoint {out}/checkpoints/interrupted.ckpt: File too large \([\d.]+ MB "
+                        r"free in .*, the checkpoint needs about [\d.]+ MB\); .*", str(err.value)), str(err.value)
+    assert list((out / "checkpoints").iterdir()) == []
+
+
+def user_namespaces() -> bool:
+    """Whether this machine lets an unprivileged process mount a tmpfs in its own user namespace."""
+    try:
+        return subprocess.run(["unshare", "-rm", "true"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not user_namespaces(), reason="needs `unshare -rm` (unprivileged user namespaces)")
+def test_training_onto_a_full_disk_stops_with_one_line_and_keeps_the_previous_checkpoint(demos, tmp_path):
+    # A real ENOSPC, as in the issue: a 200 MB tmpfs holds one checkpoint of the tiny ACT (about 135 MB) but
+    # not a second; the folder only exists inside the namespace, so it is inspected there.
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    run = disk / "run"
+    overrides = [o for o in tiny_overrides(demos, run) if not o.startswith("out_dir=")]
+    train_py = " ".join([sys.executable, str(ROOT / "scripts" / "train.py"), *overrides, f"out_dir={run}",
+                         f"hydra.run.dir={run}", "trainer.max_steps=6", "callbacks.periodic.every_n_train_steps=2"])
+    check = (f"import zipfile; z = zipfile.ZipFile('{run}/checkpoints/step2.ckpt'); "
+             "print('step2 intact' if z.testzip() is None else 'step2 damaged')")
+    script = (f"mount -t tmpfs -o size=200m none {disk} && {{ {train_py} > {tmp_path}/out.txt 2> {tmp_path}/err.txt; "
+              f"echo rc=$?; ls -A {run}/checkpoints; {sys.executable} -c \"{check}\"; }}")
+    proc = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=900)
+    err = (tmp_path / "err.txt").read_text()
+    assert proc.stdout.split() == ["rc=2", "step2.ckpt", "step2", "intact"], (proc.stdout, proc.stderr, err[-3000:])
+    assert re.fullmatch(rf"error: could not save checkpoint {run}/checkpoints/step4.ckpt: No space left on device "
+                        rf"\([\d.]+ MB free in {run}/checkpoints, the checkpoint needs about 1\d\d\.\d MB\); free space "
+                        r"there or train into a folder on a disk with room \(out_dir\), then resume from its last "
+                        r"checkpoint", err.strip().splitlines()[-1]), err[-3000:]
 
 
 def read_rows(out: Path, key: str) -> list[int]:
