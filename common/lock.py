@@ -38,7 +38,7 @@ class FolderInUseError(RuntimeError):
     """Another live process is writing into the folder."""
 
 
-def describe_holder(holder: dict) -> str:
+def _describe_holder(holder: dict) -> str:
     """``a training run (pid 4242 on host-a since 2025-01-31 10:02:03)`` from a lock file's contents."""
     return (f"{holder.get('writer', 'another process')} (pid {holder.get('pid', '?')} on "
             f"{holder.get('host', '?')} since {holder.get('since', '?')})")
@@ -60,7 +60,7 @@ def _acquire(fd: int, path: Path, fix: str) -> bool:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         holder = _read_holder(fd)
-        first = describe_holder(holder) if holder else "another process"
+        first = _describe_holder(holder) if holder else "another process"
         raise FolderInUseError(f"{path.parent} is in use by {first}; wait for it to finish, or {fix}") from None
     except OSError as err:
         if err.errno not in UNSUPPORTED:
@@ -99,7 +99,9 @@ def folder_lock(folder: str | Path, writer: str, fix: str) -> Iterator[None]:
             return
         left = _read_holder(fd)
         if left:
-            log.warning("%s: %s is gone; taking the folder over", path, describe_holder(left))
+            elsewhere = "" if left.get("host") == socket.gethostname() else (
+                "; if it still runs there, stop one of the two: this filesystem's locks may not reach across machines")
+            log.warning("%s: %s is gone; taking the folder over%s", path, _describe_holder(left), elsewhere)
         mine = {"writer": writer, "pid": os.getpid(), "host": socket.gethostname(),
                 "since": time.strftime("%Y-%m-%d %H:%M:%S")}
         os.ftruncate(fd, 0)

@@ -88,6 +88,16 @@ def test_a_lock_left_by_a_killed_writer_is_taken_over_and_said(tmp_path, holder,
     assert caplog.text.count("is gone") == 1
 
 
+def test_a_lock_left_on_another_machine_is_taken_over_with_a_caution(tmp_path, caplog):
+    # On a shared folder whose filesystem keeps flock per machine, "gone" may only mean "not here".
+    (tmp_path / LOCK_NAME).write_text('{"writer": "a recording", "pid": 7, "host": "other-pc", "since": "2025-01-31 '
+                                      '10:02:03"}\n')
+    with caplog.at_level(logging.WARNING, logger="common.lock"), folder_lock(tmp_path, "a recording", "x"):
+        pass
+    assert "a recording (pid 7 on other-pc since 2025-01-31 10:02:03) is gone; taking the folder over; if it still " \
+           "runs there, stop one of the two: this filesystem's locks may not reach across machines" in caplog.text
+
+
 def test_one_writer_may_lock_its_folder_again(tmp_path, holder):
     with folder_lock(tmp_path, "a recording", "x"), folder_lock(tmp_path, "a recording", "x"):
         pass
