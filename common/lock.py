@@ -4,7 +4,8 @@ The lock is ``flock(LOCK_EX | LOCK_NB)`` on the file, kept for as long as the wr
 operating system drops it when the holding process ends in any way (kill -9 included), so a lock
 whose process is gone is recognised without trusting a pid, which another process may have been
 given since. The file also holds the writer's pid, host and start time, for the message that
-refuses a second writer, and for the note when a new writer takes over from one that died.
+refuses a second writer, and for the note when a new writer takes over from one that died. A
+writer that ends cleanly removes the file: one left behind names a writer that did not.
 
 ``flock`` does not protect across hosts on some network filesystems (NFS mounted with
 ``local_lock=flock`` or ``local_lock=all``, some CIFS and Lustre set-ups): there, two machines
@@ -71,6 +72,26 @@ def _acquire(fd: int, path: Path, fix: str) -> bool:
     return True
 
 
+def _open_locked(path: Path, fix: str) -> int | None:
+    """A descriptor of ``path``, created if need be and locked; None where the filesystem has no locks."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if not _acquire(fd, path, fix):
+                os.close(fd)
+                return None
+            # A writer that releases removes the file while still holding it: a process that opened
+            # it just before then holds a lock on a file no longer there, and locks the new one.
+            if os.path.samestat(os.fstat(fd), os.stat(path)):
+                return fd
+        except FileNotFoundError:
+            pass
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+
+
 @contextmanager
 def folder_lock(folder: str | Path, writer: str, fix: str) -> Iterator[None]:
     """Hold ``<folder>/.lock`` (creating ``folder``) for the block.
@@ -92,11 +113,11 @@ def folder_lock(folder: str | Path, writer: str, fix: str) -> Iterator[None]:
         return
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open_locked(path, fix)
+    if fd is None:
+        yield
+        return
     try:
-        if not _acquire(fd, path, fix):
-            yield
-            return
         left = _read_holder(fd)
         if left:
             elsewhere = "" if left.get("host") == socket.gethostname() else (
@@ -111,7 +132,7 @@ def folder_lock(folder: str | Path, writer: str, fix: str) -> Iterator[None]:
             yield
         finally:
             del _held[folder]
-            os.ftruncate(fd, 0)  # released cleanly: the next writer has no one to take over from
+            path.unlink(missing_ok=True)  # released cleanly: nothing left behind, no one to take over from
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)

@@ -83,8 +83,9 @@ def test_a_lock_left_by_a_killed_writer_is_taken_over_and_said(tmp_path, holder,
         assert str(os.getpid()) in (folder / LOCK_NAME).read_text()
     assert re.search(rf"{folder / LOCK_NAME}: a recording \(pid {first.pid} on .* since .*\) is gone; taking the "
                      "folder over", caplog.text), caplog.text
+    assert not (folder / LOCK_NAME).exists()  # released cleanly: removed
     with caplog.at_level(logging.WARNING, logger="common.lock"), folder_lock(folder, "a training run", "x"):
-        pass  # released cleanly last time: nothing to take over now
+        pass
     assert caplog.text.count("is gone") == 1
 
 
