@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import math
 import sys
 import warnings
+from contextlib import nullcontext
 from pathlib import Path
 
 import lightning as L
@@ -19,6 +21,7 @@ from act.data.schema import EpisodeFormatError
 from act.model.checkpoint import CheckpointError, read_checkpoint, upgrade_hparams
 from act.precision import resolve_precision
 from common.io import unwritable_reason
+from common.lock import folder_lock
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +186,11 @@ def resolve_trainer_precision(cfg: DictConfig) -> str:
 
 
 def train(cfg: DictConfig) -> dict:
-    """Check the config, build everything, fit; return the final metrics (floats)."""
+    """Check the config, build everything, fit; return the final metrics (floats).
+
+    The run folder is locked (``<out_dir>/.lock``) from before resuming until the end: a second run
+    into it is refused (``common.lock.FolderInUseError``). Under DDP rank zero holds it for all ranks.
+    """
     L.seed_everything(cfg.seed, workers=True)
     dm = build_datamodule(cfg)
     module = build_module(cfg, dm)
@@ -195,6 +202,14 @@ def train(cfg: DictConfig) -> dict:
         raise ConfigError(str(err)) from err
     if cfg.ckpt_path is not None and not Path(cfg.ckpt_path).is_file():
         raise ConfigError(f"ckpt_path {cfg.ckpt_path} does not exist")
+    lock = folder_lock(cfg.out_dir, "a training run", "give this run another out_dir (hydra.run.dir)") \
+        if trainer.is_global_zero else nullcontext()
+    with lock:
+        return fit(cfg, dm, module, trainer)
+
+
+def fit(cfg: DictConfig, dm: ACTDataModule, module: L.LightningModule, trainer: L.Trainer) -> dict:
+    """Resume if there is something to resume from, fit, and return the final metrics (floats)."""
     ckpt_path, resume_step = resume_path(cfg, trainer), 0
     if ckpt_path is not None:
         try:
@@ -216,7 +231,7 @@ def train(cfg: DictConfig) -> dict:
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
     for cb in trainer.checkpoint_callbacks:
         if getattr(cb, "monitor", None) == "val/l1" and cb.best_model_score is not None \
-                and Path(cb.best_model_path).is_file():  # report only files that exist
-            metrics["best/val_l1"] = float(cb.best_model_score)
+                and math.isfinite(float(cb.best_model_score)) and Path(cb.best_model_path).is_file():
+            metrics["best/val_l1"] = float(cb.best_model_score)  # only a finite score, of a file that exists
             metrics["best_ckpt"] = cb.best_model_path
     return metrics

@@ -15,16 +15,19 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
+from act.callbacks import CheckpointSaveError, DivergenceError
 from act.data.episodes import DatasetError
 from act.pipeline.demo import run
 from act.train import ConfigError
+from common.lock import FolderInUseError
 
 
 @hydra.main(config_path="../configs", config_name="demo", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     try:
         run(cfg)
-    except (ConfigError, DatasetError, ValueError, FileNotFoundError) as err:
+    except (ConfigError, DatasetError, ValueError, FileNotFoundError, CheckpointSaveError, DivergenceError,
+            FolderInUseError) as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:

@@ -15,16 +15,17 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from act.callbacks import CheckpointSaveError
+from act.callbacks import CheckpointSaveError, DivergenceError
 from act.data.episodes import DatasetError
 from act.train import ConfigError, train
+from common.lock import FolderInUseError
 
 
 @hydra.main(config_path="../configs", config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> float | None:
     try:
         metrics = train(cfg)
-    except (ConfigError, DatasetError, CheckpointSaveError) as err:
+    except (ConfigError, DatasetError, CheckpointSaveError, DivergenceError, FolderInUseError) as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
     value = metrics.get("best/val_l1", metrics.get(cfg.optimized_metric))

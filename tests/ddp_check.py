@@ -1,5 +1,7 @@
 """Run by tests/test_train.py: train a tiny ACT with Lightning DDP over 2 CPU processes (gloo),
-then have every rank save its weights, so the test can check that the ranks agree.
+then have every rank save its weights, so the test can check that the ranks agree. It goes through
+``act.train.train``, as scripts/train.py does: rank zero locks the run folder for both ranks (a
+rank 1 that tried too would be refused by rank 0's lock).
 
     python tests/ddp_check.py <dataset_dir> <out_dir>
 
@@ -12,27 +14,36 @@ import os
 import sys
 from pathlib import Path
 
+import lightning as L
 import torch
 from hydra import compose, initialize_config_dir
 
-from act.train import build_datamodule, build_module, build_trainer
+from act.train import train
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+class SaveRankWeights(L.Callback):
+    """At the end of training, each rank saves its weights to ``<folder>/rank<r>.pt``."""
+
+    def __init__(self, folder: str):
+        self.folder = Path(folder)
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        torch.save(pl_module.state_dict(), self.folder / f"rank{trainer.global_rank}.pt")
 
 
 def main(dataset_dir: str, out_dir: str) -> None:
     from helpers import tiny_overrides  # noqa: E402 - same folder
 
+    rank = os.environ.get("LOCAL_RANK", "0")
     overrides = tiny_overrides(dataset_dir, out_dir) + [
-        "trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2", "trainer.max_steps=4", "logger=csv"]
+        "trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2", "trainer.max_steps=4", "logger=csv",
+        f"seed={rank}",  # different init per rank: DDP must sync it
+        "+callbacks.rank_weights._target_=ddp_check.SaveRankWeights", f"+callbacks.rank_weights.folder={out_dir}"]
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("train", overrides=overrides)
-    torch.manual_seed(int(os.environ.get("LOCAL_RANK", "0")))  # different init per rank: DDP must sync it
-    dm = build_datamodule(cfg)
-    module = build_module(cfg, dm)
-    trainer = build_trainer(cfg)
-    trainer.fit(module, datamodule=dm)
-    torch.save(module.state_dict(), Path(out_dir) / f"rank{trainer.global_rank}.pt")
+    train(cfg)
 
 
 if __name__ == "__main__":

@@ -99,3 +99,43 @@ class TimedInference:
         except Exception as err:  # noqa: BLE001 - delivered by the future, like a background thread's
             value = err
         return Done(self.clock, self.clock.now() + self.latency_s, value)
+
+
+class NaNQposAt(L.Callback):
+    """Puts a NaN into the training batch's qpos at step ``step``, as a corrupt episode would; keeps the
+    checkpoint folder's listing at that moment (name -> (size, mtime)) in ``NaNQposAt.files_then``."""
+
+    files_then: dict[str, tuple[int, int]] = {}
+
+    def __init__(self, step: int, folder: str):
+        self.step, self.folder = step, Path(folder)
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if trainer.global_step == self.step:
+            NaNQposAt.files_then = {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in self.folder.iterdir()}
+            batch["qpos"][0, 0] = float("nan")
+
+
+class InfGradientAt(L.Callback):
+    """Makes one gradient entry infinite at step ``step``, after backward (the loss stays finite)."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_after_backward(self, trainer, pl_module):
+        if trainer.global_step == self.step:
+            grad = next(p.grad for p in pl_module.parameters() if p.grad is not None)
+            grad[(0,) * grad.dim()] = float("inf")
+
+
+class NaNValidation(L.Callback):
+    """Every validation batch's qpos NaN: val/l1 is NaN while training stays finite."""
+
+    def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0):
+        batch["qpos"][:, 0] = float("nan")
+
+
+def checkpoint_is_finite(path: Path) -> bool:
+    """Whether every floating-point tensor in a checkpoint's state_dict is finite."""
+    state = torch.load(path, weights_only=True)["state_dict"]
+    return all(bool(torch.isfinite(v).all()) for v in state.values() if v.is_floating_point())

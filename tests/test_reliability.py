@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import builtins
 import csv
+import os
 import re
+import resource
 import shutil
+import signal
+import subprocess
+import sys
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from act.callbacks import CheckpointSaveError
+from act.callbacks import CheckpointSaveError, DivergenceError, SafeCheckpointIO
 from act.data.record import RecordSettings, record
 from act.eval.harness import build_spec
 from act.lit_module import read_checkpoint
 from act.train import ConfigError, train
-from helpers import CONFIGS, make_cfg
+from helpers import CONFIGS, ROOT, NaNQposAt, checkpoint_is_finite, make_cfg, tiny_overrides
 
 
 def eval_cfg(*overrides: str):
@@ -142,10 +148,173 @@ def test_a_failing_checkpoint_save_stops_the_run(demos, tmp_path, monkeypatch):
 
     monkeypatch.setattr(builtins, "open", read_only_checkpoints)
     with pytest.raises(CheckpointSaveError, match=r"could not save checkpoint .*checkpoints/.*\.ckpt: Permission "
-                                                  r"denied; make .*checkpoints writable"):
+                                                  r"denied \([\d.]+ MB free in .*checkpoints, the checkpoint needs "
+                                                  r"about [\d.]+ MB\); make .*checkpoints writable"):
         train(make_cfg(demos, out, "trainer.max_steps=2", "trainer.val_check_interval=1"))
     monkeypatch.undo()
     assert list((out / "checkpoints").iterdir()) == []
+
+
+def test_a_diverging_run_stops_with_one_line_and_writes_no_nan_checkpoint(demos, tmp_path):
+    # The issue's run: at lr=1e9 training went on at train/loss=nan, exited 0 and named a NaN checkpoint best.
+    out = tmp_path / "run"
+    with pytest.raises(DivergenceError) as err:
+        train(make_cfg(demos, out, "trainer.max_steps=12", "trainer.val_check_interval=4",
+                       "callbacks.periodic.every_n_train_steps=4", "policy.optimizer.lr=1e9"))
+    message = str(err.value)
+    assert re.fullmatch(r"training diverged at step (\d+): the loss is nan; last finite loss [\d.e+]+ at step \d+\. "
+                        r"Likely causes: a learning rate too high \(now 1e\+09/0\.0003: lower policy\.optimizer\.lr / "
+                        r"policy\.lr_backbone\) or NaN/inf values in the data; checkpoints saved before step \1 are kept",
+                        message), message
+    saved = list((out / "checkpoints").glob("*.ckpt"))
+    assert all(checkpoint_is_finite(path) for path in saved), saved
+    assert not [p for p in saved if "nan" in p.name or p.name == "interrupted.ckpt"], saved
+
+
+def test_nan_in_the_data_stops_the_run_and_keeps_the_last_good_checkpoint(demos, tmp_path):
+    out = tmp_path / "run"
+    folder = out / "checkpoints"
+    with pytest.raises(DivergenceError, match=r"training diverged at step 5: the loss is nan; last finite loss "
+                                              r"[\d.]+ at step 4\. Likely causes: .* or NaN/inf values in the data"):
+        train(make_cfg(demos, out, "trainer.max_steps=8", "trainer.val_check_interval=2",
+                       "callbacks.periodic.every_n_train_steps=2", "+callbacks.nan._target_=helpers.NaNQposAt",
+                       "+callbacks.nan.step=4", f"+callbacks.nan.folder={folder}"))
+    # The checkpoints of steps 2 and 4 are exactly as they were when the NaN arrived: no rescue, no new save.
+    after = {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir()}
+    assert after == NaNQposAt.files_then and {"step2.ckpt", "step4.ckpt", "last.ckpt"} <= set(after)
+    assert torch.load(folder / "last.ckpt", weights_only=True)["global_step"] == 4
+    assert all(checkpoint_is_finite(folder / name) for name in after)
+
+
+def test_the_interrupted_rescue_never_saves_non_finite_weights(demos, tmp_path, capsys):
+    # Without the divergence stop (a config that drops it), the weights go NaN at lr=1e9; Ctrl-C then
+    # must not write them as interrupted.ckpt, the newest checkpoint that a rerun would resume from.
+    out = tmp_path / "run"
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(SystemExit):  # Lightning turns Ctrl-C into a checkpoint hook + exit(1)
+            train(make_cfg(demos, out, "trainer.max_steps=6", "policy.optimizer.lr=1e9", "~callbacks.stop_on_divergence",
+                           "+callbacks.cut._target_=helpers.InterruptAt", "+callbacks.cut.step=3"))
+    finally:
+        signal.signal(signal.SIGINT, handler)  # Lightning ignores further Ctrl-C after the first
+    assert not (out / "checkpoints" / "interrupted.ckpt").exists()
+    assert f"KeyboardInterrupt at step 3: the weights are not finite, so no {out}/checkpoints/interrupted.ckpt was " \
+           "saved" in capsys.readouterr().err
+
+
+def test_a_non_finite_gradient_stops_the_run_before_the_optimizer_step(demos, tmp_path):
+    # The loss is finite; clipping would have spread the one inf gradient as NaN into every weight.
+    out = tmp_path / "run"
+    with pytest.raises(DivergenceError, match=r"training diverged at step 3: the gradient norm is inf \(the loss "
+                                              r"[\d.]+\); last finite loss [\d.]+ at step 2\."):
+        train(make_cfg(demos, out, "trainer.max_steps=6", "callbacks.periodic.every_n_train_steps=2",
+                       "+callbacks.inf._target_=helpers.InfGradientAt", "+callbacks.inf.step=2"))
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step2.ckpt"]
+    assert checkpoint_is_finite(out / "checkpoints" / "step2.ckpt")
+
+
+def test_a_nan_validation_loss_is_never_ranked_best(demos, tmp_path, capsys):
+    out = tmp_path / "run"
+    metrics = train(make_cfg(demos, out, "trainer.max_steps=4", "trainer.val_check_interval=2",
+                             "+callbacks.nan._target_=helpers.NaNValidation"))
+    assert not list((out / "checkpoints").glob("best-*.ckpt")) and "best_ckpt" not in metrics
+    assert (out / "checkpoints" / "last.ckpt").is_file()  # training itself was fine
+    assert "warning: val/l1 is nan at step 2: not ranked, no best checkpoint from it" in capsys.readouterr().err
+
+
+def test_train_script_reports_divergence_as_one_error_line(run_script, demos, tmp_path):
+    proc = run_script("train", *tiny_overrides(demos, tmp_path / "run"), "trainer.max_steps=6",
+                      "policy.optimizer.lr=1e9", check=False)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: training diverged at step "), proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "done:" not in proc.stdout
+
+
+def test_demo_reports_divergence_as_one_error_line(demos, tmp_path, capsys):
+    import scripts.demo as demo_script
+    from test_demo import demo_overrides
+
+    data = tmp_path / "data"
+    shutil.copytree(demos, data)  # two of its three demos are used: nothing is recorded
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = compose("demo", overrides=demo_overrides(tmp_path, "trainer.max_steps=4", "policy.optimizer.lr=1e9"))
+        with pytest.raises(SystemExit) as code:
+            demo_script.main.__wrapped__(cfg)
+    assert code.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("error: training diverged at step ")
+
+
+@contextmanager
+def file_size_limit(nbytes: int):
+    """Writes past ``nbytes`` fail with EFBIG in this process (RLIMIT_FSIZE, SIGXFSZ ignored), as on a full disk."""
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, handler)
+
+
+def test_a_save_that_cannot_be_written_names_path_free_space_and_size(tmp_path):
+    # torch.save stopped short says only "[enforce fail at inline_container.cc:672] . unexpected pos ...".
+    path = tmp_path / "checkpoints" / "last.ckpt"
+    SafeCheckpointIO().save_checkpoint({"state_dict": {"w": torch.ones(10)}}, path)
+    before = path.read_bytes()
+    checkpoint = {"state_dict": {"w": torch.zeros(1_000_000)}, "optimizer_states": [{"m": torch.zeros(500_000)}]}
+    with file_size_limit(1_000_000), pytest.raises(CheckpointSaveError) as err:
+        SafeCheckpointIO().save_checkpoint(checkpoint, path)
+    assert re.fullmatch(rf"could not save checkpoint {path}: File too large \([\d.]+ MB free in {path.parent}, the "
+                        r"checkpoint needs about 6\.0 MB\); raise this shell's file-size limit \(ulimit -f\), then "
+                        r"resume from its last checkpoint", str(err.value)), str(err.value)
+    assert path.read_bytes() == before and os.listdir(path.parent) == ["last.ckpt"]  # no partial file
+
+
+def test_the_interrupted_rescue_on_a_full_disk_fails_with_the_same_line(demos, tmp_path):
+    out = tmp_path / "run"
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        with file_size_limit(4_000_000), pytest.raises(CheckpointSaveError) as err:
+            train(make_cfg(demos, out, "trainer.max_steps=4", "+callbacks.cut._target_=helpers.InterruptAt",
+                           "+callbacks.cut.step=2"))
+    finally:
+        signal.signal(signal.SIGINT, handler)  # Lightning ignores further Ctrl-C after the first
+    assert re.fullmatch(rf"could not save checkpoint {out}/checkpoints/interrupted.ckpt: File too large \([\d.]+ MB "
+                        r"free in .*, the checkpoint needs about [\d.]+ MB\); .*", str(err.value)), str(err.value)
+    assert list((out / "checkpoints").iterdir()) == []
+
+
+def user_namespaces() -> bool:
+    """Whether this machine lets an unprivileged process mount a tmpfs in its own user namespace."""
+    try:
+        return subprocess.run(["unshare", "-rm", "true"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not user_namespaces(), reason="needs `unshare -rm` (unprivileged user namespaces)")
+def test_training_onto_a_full_disk_stops_with_one_line_and_keeps_the_previous_checkpoint(demos, tmp_path):
+    # A real ENOSPC, as in the issue: a 200 MB tmpfs holds one checkpoint of the tiny ACT (about 135 MB) but
+    # not a second; the folder only exists inside the namespace, so it is inspected there.
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    run = disk / "run"
+    overrides = [o for o in tiny_overrides(demos, run) if not o.startswith("out_dir=")]
+    train_py = " ".join([sys.executable, str(ROOT / "scripts" / "train.py"), *overrides, f"out_dir={run}",
+                         f"hydra.run.dir={run}", "trainer.max_steps=6", "callbacks.periodic.every_n_train_steps=2"])
+    check = (f"import zipfile; z = zipfile.ZipFile('{run}/checkpoints/step2.ckpt'); "
+             "print('step2 intact' if z.testzip() is None else 'step2 damaged')")
+    script = (f"mount -t tmpfs -o size=200m none {disk} && {{ {train_py} > {tmp_path}/out.txt 2> {tmp_path}/err.txt; "
+              f"echo rc=$?; ls -A {run}/checkpoints; {sys.executable} -c \"{check}\"; }}")
+    proc = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=900)
+    err = (tmp_path / "err.txt").read_text()
+    assert proc.stdout.split() == ["rc=2", "step2.ckpt", "step2", "intact"], (proc.stdout, proc.stderr, err[-3000:])
+    assert re.fullmatch(rf"error: could not save checkpoint {run}/checkpoints/step4.ckpt: No space left on device "
+                        rf"\([\d.]+ MB free in {run}/checkpoints, the checkpoint needs about 1\d\d\.\d MB\); free space "
+                        r"there or train into a folder on a disk with room \(out_dir\), then resume from its last "
+                        r"checkpoint", err.strip().splitlines()[-1]), err[-3000:]
 
 
 def read_rows(out: Path, key: str) -> list[int]:

@@ -3,7 +3,9 @@
 Resumable and crash-safe: each episode is written to a temporary file and renamed into place,
 so ``episode_*.hdf5`` files are always complete; a rerun keeps the valid ones and records the
 rest. Seeds are tried in order and episodes numbered in seed order, so a fresh run with the
-same settings gives the same dataset whatever the number of workers.
+same settings gives the same dataset whatever the number of workers. One recording at a time
+per folder: a second one into it is refused (``common.lock``), since it would delete the first
+one's pending episodes as leftovers.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import numpy as np
 from act.data.schema import (COMPRESSIONS, EpisodeFormatError, episode_path, list_episode_files,
                              read_episode_info, write_episode)
 from common.checks import check_choice
+from common.lock import folder_lock
 from common.pool import worker_pool
 from common.progress import EpisodeBar
 from envs.constants import FPS, TASKS
@@ -34,6 +37,11 @@ PENDING_SUFFIX = ".pending.hdf5"
 # Leftovers of an interrupted run: episodes and pending seeds, and the temporary files of both
 # (``atomic_path`` writes ``.<stem>.<random>.tmp.hdf5``: ``..seed_N.pending.<random>.tmp.hdf5``).
 LEFTOVER_PATTERNS = (".episode_*.tmp.hdf5", f".seed_*{PENDING_SUFFIX}", "..seed_*.pending.*.tmp.hdf5")
+
+
+def dataset_lock(folder: Path):
+    """Hold ``<folder>/.lock`` while recording into it (``FolderInUseError`` if another writer does)."""
+    return folder_lock(folder, "a recording", "record into another out_dir")
 
 
 def remove_leftovers(folder: Path) -> None:
@@ -165,65 +173,67 @@ def record(settings: RecordSettings, progress: Callable[[dict, int], None] | Non
     ``progress(result, episodes_on_disk)`` is called after each seed. ``existing``: the result of
     ``scan_existing(settings)`` if the caller already has it.
     """
-    start = time.perf_counter()
-    existing = scan_existing(settings) if existing is None else existing
-    settings.out_dir.mkdir(parents=True, exist_ok=True)
-    missing = [i for i in range(settings.num_episodes) if i not in existing]
-    used_seeds = set(existing.values())
-    result = RecordResult(out_dir=settings.out_dir, kept=len(existing), recorded=0, attempts=0)
-    if not missing:
+    with dataset_lock(settings.out_dir):  # before scan_existing: it deletes leftovers
+        start = time.perf_counter()
+        existing = scan_existing(settings) if existing is None else existing
+        settings.out_dir.mkdir(parents=True, exist_ok=True)
+        missing = [i for i in range(settings.num_episodes) if i not in existing]
+        used_seeds = set(existing.values())
+        result = RecordResult(out_dir=settings.out_dir, kept=len(existing), recorded=0, attempts=0)
+        if not missing:
+            return result
+
+        def seeds():
+            seed = settings.seed
+            while True:
+                if seed not in used_seeds:
+                    yield seed
+                seed += 1
+
+        window = 2 * max(1, settings.workers)
+        inflight: collections.deque[Future] = collections.deque()
+        seed_iter = seeds()
+        try:
+            with worker_pool(settings.workers, _init_worker, settings) as executor:
+                while missing:
+                    while len(inflight) < window and len(inflight) < len(missing):
+                        if result.attempts >= settings.max_attempts:
+                            break
+                        inflight.append(executor.submit(_record_seed, next(seed_iter)))
+                        result.attempts += 1
+                    if not inflight:
+                        raise RuntimeError(f"the {settings.task} expert succeeded on only {result.recorded} of "
+                                           f"{result.attempts} seeds; stopped at max_attempts={settings.max_attempts}")
+                    outcome = inflight.popleft().result()  # in seed order: episode numbers follow seeds
+                    if outcome["pending"]:
+                        os.replace(outcome["pending"], episode_path(settings.out_dir, missing.pop(0)))
+                        result.recorded += 1
+                    else:
+                        result.failures.append(outcome["seed"])
+                    if progress is not None:
+                        progress(outcome, settings.num_episodes - len(missing))
+        finally:
+            remove_leftovers(settings.out_dir)  # successes beyond the target, or work cut short
+            result.wall_time_s = time.perf_counter() - start
         return result
-
-    def seeds():
-        seed = settings.seed
-        while True:
-            if seed not in used_seeds:
-                yield seed
-            seed += 1
-
-    window = 2 * max(1, settings.workers)
-    inflight: collections.deque[Future] = collections.deque()
-    seed_iter = seeds()
-    try:
-        with worker_pool(settings.workers, _init_worker, settings) as executor:
-            while missing:
-                while len(inflight) < window and len(inflight) < len(missing):
-                    if result.attempts >= settings.max_attempts:
-                        break
-                    inflight.append(executor.submit(_record_seed, next(seed_iter)))
-                    result.attempts += 1
-                if not inflight:
-                    raise RuntimeError(f"the {settings.task} expert succeeded on only {result.recorded} of "
-                                       f"{result.attempts} seeds; stopped at max_attempts={settings.max_attempts}")
-                outcome = inflight.popleft().result()  # in seed order: episode numbers follow seeds
-                if outcome["pending"]:
-                    os.replace(outcome["pending"], episode_path(settings.out_dir, missing.pop(0)))
-                    result.recorded += 1
-                else:
-                    result.failures.append(outcome["seed"])
-                if progress is not None:
-                    progress(outcome, settings.num_episodes - len(missing))
-    finally:
-        remove_leftovers(settings.out_dir)  # successes beyond the target, or work cut short
-        result.wall_time_s = time.perf_counter() - start
-    return result
 
 
 def record_with_bar(settings: RecordSettings) -> RecordResult:
     """``record`` with a progress bar of the episodes on disk (seeds tried and failed alongside)."""
-    existing = scan_existing(settings)  # a folder it must refuse fails before the bar is drawn
-    tried = failed = 0
-    with EpisodeBar(settings.num_episodes, f"record {settings.task}") as bar:
+    with dataset_lock(settings.out_dir):
+        existing = scan_existing(settings)  # a folder it must refuse fails before the bar is drawn
+        tried = failed = 0
+        with EpisodeBar(settings.num_episodes, f"record {settings.task}") as bar:
 
-        def progress(outcome: dict, on_disk: int) -> None:
-            nonlocal tried, failed
-            tried += 1
-            failed += not outcome["success"]
-            bar.show(on_disk, seed=outcome["seed"], failed=f"{failed}/{tried}")
+            def progress(outcome: dict, on_disk: int) -> None:
+                nonlocal tried, failed
+                tried += 1
+                failed += not outcome["success"]
+                bar.show(on_disk, seed=outcome["seed"], failed=f"{failed}/{tried}")
 
-        result = record(settings, progress, existing)
-        bar.show(settings.num_episodes)
-    return result
+            result = record(settings, progress, existing)
+            bar.show(settings.num_episodes)
+        return result
 
 
 def describe(settings: RecordSettings, result: RecordResult) -> dict:
