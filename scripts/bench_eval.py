@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from act.eval.rollout import run_episode
-from act.policy import ACTPolicy
+from act.runtime.policy import ACTPolicy
 from common.io import write_json
 from envs import make_env
 

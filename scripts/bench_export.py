@@ -22,7 +22,7 @@ import torch
 from omegaconf import DictConfig
 
 from act.model.checkpoint import load_network
-from act.precision import resolve_precision
+from act.runtime.precision import resolve_precision
 from act.runtime.export import export
 from act.runtime.predictors import EagerPredictor, load_predictor
 from common.io import write_json

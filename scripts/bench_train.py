@@ -22,8 +22,8 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.flop_counter import FlopCounterMode
 
-from act.precision import probe_bf16, resolve_precision, slowdown_text
-from act.timing import query_fn, random_batch, time_calls, training_step_fn
+from act.runtime.precision import probe_bf16, resolve_precision, slowdown_text
+from act.pipeline.timing import query_fn, random_batch, time_calls, training_step_fn
 from common.io import write_json
 
 

@@ -15,10 +15,10 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from act.callbacks import CheckpointSaveError, DivergenceError
+from act.training.callbacks import CheckpointSaveError, DivergenceError
 from act.data.episodes import DatasetError
 from act.pipeline.demo import run
-from act.train import ConfigError
+from act.training.run import ConfigError
 from common.lock import FolderInUseError
 
 

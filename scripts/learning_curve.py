@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 
 from act.data.episodes import DatasetError
 from act.pipeline.curve import run_curve
-from act.train import ConfigError
+from act.training.run import ConfigError
 
 
 @hydra.main(config_path="../configs", config_name="learning_curve", version_base="1.3")

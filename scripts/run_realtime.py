@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 from act.data.schema import episode_path, list_episode_files, read_episode_info
 from act.eval.harness import execution_options
-from act.policy import ACTPolicy
+from act.runtime.policy import ACTPolicy
 from act.runtime.predictors import artifact_format
 from act.runtime.realtime import Inference, run_episode, summarize_realtime
 from act.runtime.recording import EpisodeRecording

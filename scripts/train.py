@@ -15,9 +15,9 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from act.callbacks import CheckpointSaveError, DivergenceError
+from act.training.callbacks import CheckpointSaveError, DivergenceError
 from act.data.episodes import DatasetError
-from act.train import ConfigError, train
+from act.training.run import ConfigError, train
 from common.lock import FolderInUseError
 
 

@@ -51,7 +51,7 @@ def demos(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_checkpoint(demos, tmp_path_factory):
     """A checkpoint of a tiny ACT trained for a few steps on ``demos``."""
-    from act.train import train
+    from act.training.run import train
     from helpers import make_cfg
 
     out = tmp_path_factory.mktemp("tiny_run")

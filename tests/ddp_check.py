@@ -1,6 +1,6 @@
 """Run by tests/test_train.py: train a tiny ACT with Lightning DDP over 2 CPU processes (gloo),
 then have every rank save its weights, so the test can check that the ranks agree. It goes through
-``act.train.train``, as scripts/train.py does: rank zero locks the run folder for both ranks (a
+``act.training.run.train``, as scripts/train.py does: rank zero locks the run folder for both ranks (a
 rank 1 that tried too would be refused by rank 0's lock).
 
     python tests/ddp_check.py <dataset_dir> <out_dir>
@@ -18,7 +18,7 @@ import lightning as L
 import torch
 from hydra import compose, initialize_config_dir
 
-from act.train import train
+from act.training.run import train
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

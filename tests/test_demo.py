@@ -12,7 +12,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import act.pipeline.demo as demo_pipeline
-from act.train import ConfigError, train
+from act.training.run import ConfigError, train
 from helpers import CONFIGS, ROOT, assert_same_weights, make_cfg, tiny_overrides
 
 
@@ -120,7 +120,7 @@ def test_experiments_compose_with_their_demo_blocks(overrides, task, size, quali
     assert cfg.task.render_quality == quality and cfg.trainer.max_steps == (steps or cfg.trainer.max_steps) > 0
     evaluation = OmegaConf.merge(eval_defaults, cfg.demo.eval)  # as scripts/demo.py composes it
     assert cfg.policy.model.backbone_weights == weights and evaluation.seed == 100000 and evaluation.num_episodes == 50
-    assert cfg.out_dir == f"{cfg.demo.dir}/train" and cfg.policy._target_ == "act.lit_module.ACTLitModule"
+    assert cfg.out_dir == f"{cfg.demo.dir}/train" and cfg.policy._target_ == "act.training.module.ACTLitModule"
     assert cfg.data.chunk_size == cfg.policy.model.chunk_size
     if overrides[0].startswith("experiment=cpu_quickstart"):  # each task's demos and run in their own folders
         assert cfg.data.dataset_dir == f"datasets/quickstart_{task}"

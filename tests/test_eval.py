@@ -13,8 +13,8 @@ from act.eval.backends import make_eval_env
 from act.eval.expert import ScriptedReplayPolicy
 from act.eval.harness import evaluate_with_bar
 from act.eval.rollout import EvalSpec, evaluate, run_episodes
-from act.policy import ACTPolicy
-from act.train import train
+from act.runtime.policy import ACTPolicy
+from act.training.run import train
 from envs import make_env
 from helpers import make_cfg
 
@@ -168,7 +168,7 @@ def test_checkpoint_selection_seeds_are_disjoint_from_held_out_seeds():
 
     from omegaconf import OmegaConf
 
-    from act.eval.callback import EvalCallback
+    from act.training.eval_callback import EvalCallback
     from helpers import ROOT
 
     configs = ROOT / "configs"

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from act.lit_module import ACTLitModule
+from act.training.module import ACTLitModule
 from act.model.checkpoint import CheckpointError, load_network
-from act.policy import ACTPolicy
+from act.runtime.policy import ACTPolicy
 from act.runtime.export import export
 from act.runtime.predictors import ArtifactError, EagerPredictor, load_predictor
 from helpers import IMAGE, ROOT
@@ -97,7 +97,7 @@ else:
     raise SystemExit("lightning importable")
 import json
 import numpy as np
-from act.policy import ACTPolicy
+from act.runtime.policy import ACTPolicy
 from act.runtime import export, plan, predictors, scheduler  # noqa: F401
 out = {{}}
 for path in ({str(onnx_path)!r}, {str(ts_path)!r}, {str(tiny_checkpoint)!r}):

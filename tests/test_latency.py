@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from act.eval.harness import latency_ticks
-from act.policy import ACTPolicy
+from act.runtime.policy import ACTPolicy
 
 
 class RampPredictor:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from act.policy import ACTPolicy, TemporalEnsembler
+from act.runtime.policy import ACTPolicy, TemporalEnsembler
 
 
 def _ensemble_at(chunks: list[np.ndarray], coeff: float, steps: int) -> list[np.ndarray]:

@@ -11,8 +11,8 @@ import warnings
 import pytest
 import torch
 
-from act import precision as P
-from act.precision import BF16Probe, autocast, resolve_precision
+from act.runtime import precision as P
+from act.runtime.precision import BF16Probe, autocast, resolve_precision
 
 EMULATED = BF16Probe("cpu", native=False, fp32_ms=0.3, bf16_ms=90.0, detail="CPU capability AVX2, oneDNN bf16 no")
 NATIVE = BF16Probe("cpu", native=True, fp32_ms=0.3, bf16_ms=0.1, detail="CPU capability AVX512, oneDNN bf16 yes")
@@ -79,7 +79,7 @@ def test_the_real_probe_agrees_with_onednn():
 
 def test_avx2_limits_are_honoured_in_a_fresh_process():
     # The recipe for an AVX2-class CPU on a newer one: torch must then choose fp32.
-    code = ("import json, torch; from act.precision import probe_bf16, resolve_precision; p = probe_bf16('cpu'); "
+    code = ("import json, torch; from act.runtime.precision import probe_bf16, resolve_precision; p = probe_bf16('cpu'); "
             "print(json.dumps({'cap': torch.backends.cpu.get_cpu_capability(), 'native': p.native, "
             "'auto': resolve_precision('auto').precision}))")
     env = {**os.environ, "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}

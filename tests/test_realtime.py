@@ -11,7 +11,7 @@ import dm_env
 import numpy as np
 import pytest
 
-from act.policy import ACTPolicy
+from act.runtime.policy import ACTPolicy
 from act.runtime.realtime import TICK_S, Inference, run_episode, summarize_realtime
 from act.runtime.robot import AlohaRobot, SimRobot
 from envs import make_env

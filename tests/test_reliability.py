@@ -19,11 +19,11 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from act.callbacks import CheckpointSaveError, DivergenceError, SafeCheckpointIO
+from act.training.callbacks import CheckpointSaveError, DivergenceError, SafeCheckpointIO
 from act.data.record import RecordSettings, record
 from act.eval.harness import build_spec
-from act.lit_module import read_checkpoint
-from act.train import ConfigError, train
+from act.training.module import read_checkpoint
+from act.training.run import ConfigError, train
 from helpers import CONFIGS, ROOT, NaNQposAt, checkpoint_is_finite, make_cfg, tiny_overrides
 
 

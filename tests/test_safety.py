@@ -18,7 +18,7 @@ import torch
 from act.data.episodes import EpisodeIndex
 from act.data.inspect import summary, validate
 from act.model.checkpoint import CheckpointError, load_network
-from act.policy import ACTPolicy
+from act.runtime.policy import ACTPolicy
 from act.runtime.export import export
 from act.runtime.predictors import ArtifactError, load_predictor
 from act.runtime.realtime import run_episode

@@ -13,8 +13,8 @@ import torch
 from hydra import compose, initialize_config_dir
 
 from act.data.episodes import DatasetError
-from act.lit_module import ACTLitModule, lr_factor_fn
-from act.train import ConfigError, train
+from act.training.module import ACTLitModule, lr_factor_fn
+from act.training.run import ConfigError, train
 from helpers import CONFIGS, IMAGE, ROOT, assert_same_weights, make_cfg, tiny_overrides
 
 
@@ -243,7 +243,7 @@ def test_module_clipping_with_a_fused_optimizer(demos, tmp_path):
 
 
 def test_explicit_bf16_on_a_cpu_without_it_warns_before_training(demos, tmp_path, monkeypatch, capsys):
-    from act import precision as P
+    from act.runtime import precision as P
 
     slow = P.BF16Probe("cpu", native=False, fp32_ms=0.3, bf16_ms=90.0, detail="CPU capability AVX2, oneDNN bf16 no")
     monkeypatch.setattr(P, "probe_bf16", lambda device_type="cpu": slow)
@@ -252,7 +252,7 @@ def test_explicit_bf16_on_a_cpu_without_it_warns_before_training(demos, tmp_path
         train(make_cfg(demos, tmp_path / "run", "trainer.precision=bf16-mixed", "trainer.max_steps=0"))
     monkeypatch.setattr(P, "probe_bf16", lambda device_type="cpu": slow)
     cfg = make_cfg(demos, tmp_path / "auto", "trainer.max_steps=1")
-    from act.train import build_trainer
+    from act.training.run import build_trainer
     trainer = build_trainer(cfg)
     assert cfg.trainer.precision == "32-true" and "32" in str(trainer.precision)
     assert "training precision: 32-true (auto: bf16 is not native" in capsys.readouterr().out

@@ -17,8 +17,8 @@ from omegaconf import DictConfig, OmegaConf
 from act.eval.backends import BACKENDS
 from act.eval.expert import ScriptedReplayPolicy
 from act.eval.rollout import TICK_MS, EvalSpec, evaluate
-from act.policy import ACTPolicy
-from act.precision import resolve_precision
+from act.runtime.policy import ACTPolicy
+from act.runtime.precision import resolve_precision
 from act.runtime.plan import BLENDS
 from act.runtime.predictors import artifact_format
 from common.checks import check_setting

@@ -19,10 +19,10 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from act.budget import minutes, steps_within, time_training_step
+from act.pipeline.budget import minutes, steps_within, time_training_step
 from act.eval.harness import build_spec, evaluate_and_save, summary_line
-from act.precision import resolve_precision
-from act.train import ConfigError, build_probe_module, train
+from act.runtime.precision import resolve_precision
+from act.training.run import ConfigError, build_probe_module, train
 from act.training.marks import mark_name
 from common.io import write_json
 
@@ -104,7 +104,7 @@ def run_curve(cfg: DictConfig) -> dict:
     curve = {"name": str(cfg.curve.name), "label": str(cfg.curve.label or cfg.curve.name), "plan": plan,
              "points": points, "overrides": list(cfg.curve.get("overrides") or [])}
     write_json(root / "curve.json", curve)
-    from act.plot import plot_curves  # matplotlib only when plotting
+    from act.pipeline.plot import plot_curves  # matplotlib only when plotting
 
     png = plot_curves(sorted(Path(cfg.curve.dir).glob("*/curve.json")), Path(cfg.curve.dir) / "curves.png",
                       title=cfg.curve.title)

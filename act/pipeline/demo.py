@@ -22,12 +22,12 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from act.budget import estimate_evaluation, estimate_training, minutes, steps_within, time_training_step
+from act.pipeline.budget import estimate_evaluation, estimate_training, minutes, steps_within, time_training_step
 from act.data.record import RecordSettings, describe, record_with_bar
 from act.eval.harness import build_spec, evaluate_and_save, summary_line
-from act.plot import plot_run
-from act.precision import device_type_of, resolve_precision
-from act.train import ConfigError, build_probe_module, train
+from act.pipeline.plot import plot_run
+from act.runtime.precision import device_type_of, resolve_precision
+from act.training.run import ConfigError, build_probe_module, train
 from common.checks import check_setting
 from common.io import write_json
 from common.video import filmstrip

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from act.precision import autocast, resolve_precision
+from act.runtime.precision import autocast, resolve_precision
 
 META_FILE = "act_meta.json"  # the TorchScript extra file / ONNX metadata key holding the metadata
 FORMATS = {".ckpt": "checkpoint", ".pt": "torchscript", ".onnx": "onnx"}

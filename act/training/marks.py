@@ -13,7 +13,7 @@ from typing import Sequence
 
 import lightning as L
 
-from act.budget import TRAINER_OVERHEAD
+from act.pipeline.budget import TRAINER_OVERHEAD
 from common.io import write_json
 
 

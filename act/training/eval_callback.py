@@ -11,7 +11,7 @@ import torch
 
 from act.eval.backends import make_eval_env
 from act.eval.rollout import run_episode
-from act.policy import ACTPolicy
+from act.runtime.policy import ACTPolicy
 from common.metrics import summarize
 from envs.constants import MAX_REWARD
 

@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from act.precision import autocast
+from act.runtime.precision import autocast
 
 
 def random_batch(batch: int, num_cameras: int, image_size, chunk: int, state_dim: int = 14, action_dim: int = 14,

@@ -88,7 +88,7 @@ class ACTPolicy:
             predictions of the queries so far: about n times fewer network calls).
         device: torch device for an eager network.
         precision: 'auto' (bf16-mixed where the device runs bf16 natively, else 32-true; see
-            ``act.precision``), '32-true' or 'bf16-mixed'; exported networks run in fp32.
+            ``act.runtime.precision``), '32-true' or 'bf16-mixed'; exported networks run in fp32.
         blend: how a new chunk merges with the plan: ``replace``, ``ensemble`` or ``crossfade``
             (default: ``ensemble`` with a coefficient, else ``replace``).
         crossfade_steps: ramp of the crossfade in ticks (default: the whole overlap).

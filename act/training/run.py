@@ -15,11 +15,11 @@ from hydra.utils import instantiate
 from lightning.pytorch.callbacks import OnExceptionCheckpoint
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from act.callbacks import ResumableCSVLogger, SafeCheckpointIO
+from act.training.callbacks import ResumableCSVLogger, SafeCheckpointIO
 from act.data.datamodule import ACTDataModule
 from act.data.schema import EpisodeFormatError
 from act.model.checkpoint import CheckpointError, read_checkpoint, upgrade_hparams
-from act.precision import resolve_precision
+from act.runtime.precision import resolve_precision
 from common.io import unwritable_reason
 from common.lock import folder_lock
 

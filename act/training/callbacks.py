@@ -269,7 +269,7 @@ class _ContinuingWriter(ExperimentWriter):
 class ResumableCSVLogger(CSVLogger):
     """``CSVLogger`` whose ``metrics.csv`` continues across resumes into the same run folder.
 
-    ``resume_step`` (set by ``act.train`` before fitting: the checkpoint's global step, 0 for a
+    ``resume_step`` (set by ``act.training.run`` before fitting: the checkpoint's global step, 0 for a
     fresh run) says which of the existing rows still hold.
     """
 
