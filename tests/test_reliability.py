@@ -231,7 +231,8 @@ def test_train_script_reports_divergence_as_one_error_line(run_script, demos, tm
 
 
 def test_demo_reports_divergence_as_one_error_line(demos, tmp_path, capsys):
-    import scripts.demo as demo_script
+    from act.pipeline.demo import run
+    from common.cli import run_main
     from test_demo import demo_overrides
 
     data = tmp_path / "data"
@@ -239,7 +240,7 @@ def test_demo_reports_divergence_as_one_error_line(demos, tmp_path, capsys):
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("demo", overrides=demo_overrides(tmp_path, "trainer.max_steps=4", "policy.optimizer.lr=1e9"))
         with pytest.raises(SystemExit) as code:
-            demo_script.main.__wrapped__(cfg)
+            run_main(run, cfg)
     assert code.value.code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("error: training diverged at step ")
 
@@ -359,7 +360,7 @@ def test_rerun_removes_temporaries_of_pending_episodes(tmp_path):
     ("workers=many", "workers must be an integer, got 'many'"),
 ])
 def test_record_settings_name_the_bad_argument(override, message):
-    from scripts.record_demos import settings_from_cfg
+    from act.data.record import settings_from_cfg
 
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("record_demos", overrides=[override])

@@ -363,8 +363,8 @@ def test_run_realtime_stops_reports_and_records(run_script, tiny_checkpoint, tmp
     index = EpisodeIndex(record)
     assert len(index) == 2 and index.low_dim(0)["held"][-1] and index.attrs["source"] == "run_realtime"
     assert len(index.low_dim(1)["action"]) + metrics["missed_ticks"] == 25
-    import scripts.inspect_dataset as inspect_script
+    from act.data.inspect import inspect_command
 
-    assert inspect_script.main(["validate", str(record)]) == 0 and inspect_script.main(["summary", str(record)]) == 0
+    assert inspect_command(["validate", str(record)]) == 0 and inspect_command(["summary", str(record)]) == 0
     proc = run_script("run_realtime", f"ckpt_path={tiny_checkpoint}", "safety.mode=brake", check=False)
     assert proc.returncode == 2 and "error: safety.mode='brake' is unknown; valid: clip, stop" in proc.stderr

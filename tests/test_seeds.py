@@ -1,4 +1,4 @@
-"""scripts/seeds.py: one experiment over several training seeds, with the spread of success."""
+"""scripts/seeds.py (act/pipeline/seeds.py): one experiment over several training seeds, with the spread of success."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-import scripts.seeds as seeds_script
+import act.pipeline.seeds as seeds_script
+from common.cli import run_main
 from helpers import ROOT
 from test_demo import demo_overrides
 
@@ -21,10 +22,11 @@ def test_arguments_split_at_the_double_dash(tmp_path):
     (["seeds=[a]"], "list of integers"), (["seeds=[1,1]"], "distinct"), (["seeds=[]"], "distinct"),
     (["trainer.max_steps=3"], "after --"), (["--", "seed=3"], "set per run"), (["--", "demo.dir=x"], "set per run"),
 ])
-def test_bad_arguments_are_one_line_errors(argv, message):
-    with pytest.raises(SystemExit, match=message) as info:
-        seeds_script.parse(argv)
-    assert str(info.value).startswith("error: ")
+def test_bad_arguments_are_one_line_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as info:
+        run_main(seeds_script.parse, argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1 and message in err
 
 
 def test_spread_is_mean_and_range():

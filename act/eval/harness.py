@@ -22,6 +22,7 @@ from act.runtime.precision import resolve_precision
 from act.runtime.plan import BLENDS
 from act.runtime.predictors import artifact_format
 from common.checks import check_setting
+from common.errors import InputError, MissingFileError
 from common.io import write_json
 from common.progress import EpisodeBar
 from envs.constants import CAMERAS, TASKS
@@ -33,13 +34,13 @@ log = logging.getLogger(__name__)
 def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
     """The evaluation spec and a description of the policy, with every input checked."""
     if cfg.num_episodes <= 0:
-        raise ValueError(f"num_episodes must be positive, got {cfg.num_episodes}")
+        raise InputError(f"num_episodes must be positive, got {cfg.num_episodes}")
     if int(cfg.get("batch_envs", 1)) < 1:
-        raise ValueError(f"batch_envs must be >= 1, got {cfg.batch_envs}")
+        raise InputError(f"batch_envs must be >= 1, got {cfg.batch_envs}")
     if cfg.expert and int(cfg.get("batch_envs", 1)) > 1:
-        raise ValueError("the scripted expert runs one episode at a time: use batch_envs=1 with expert=true")
+        raise InputError("the scripted expert runs one episode at a time: use batch_envs=1 with expert=true")
     if cfg.num_videos < 0:
-        raise ValueError(f"num_videos must be >= 0, got {cfg.num_videos}")
+        raise InputError(f"num_videos must be >= 0, got {cfg.num_videos}")
     # Checked before any policy or environment is built.
     check_setting("env.backend", cfg.env.backend, BACKENDS)
     check_setting("video_camera", cfg.video_camera, CAMERAS)
@@ -47,22 +48,22 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
         video_size = validate_image_size(cfg.video_size)
     except ValueError:
         shown = OmegaConf.to_container(cfg.video_size) if OmegaConf.is_config(cfg.video_size) else cfg.video_size
-        raise ValueError(f"video_size must be two positive integers [height, width], got {shown}") from None
+        raise InputError(f"video_size must be two positive integers [height, width], got {shown}") from None
     chosen_task = cfg.task.name if cfg.get("task") else None
     if cfg.expert:
         task = chosen_task
         if task not in TASKS:
-            raise ValueError(f"expert=true needs task=<{'|'.join(TASKS)}>, got {task!r}")
+            raise InputError(f"expert=true needs task=<{'|'.join(TASKS)}>, got {task!r}")
         make_policy = functools.partial(ScriptedReplayPolicy, task)
         cameras, image_size, quality = (), (480, 640), cfg.render_quality or "fast"
         described = {"policy": "scripted expert (joint replay)"}
     else:
         if cfg.ckpt_path is None:
-            raise ValueError("give ckpt_path=<checkpoint or exported .pt/.onnx policy> (or expert=true)")
+            raise InputError("give ckpt_path=<checkpoint or exported .pt/.onnx policy> (or expert=true)")
         path = Path(cfg.ckpt_path)
         artifact_format(path)  # an unknown file type is refused before anything is read
         if not path.is_file():
-            raise FileNotFoundError(f"checkpoint {path} does not exist")
+            raise MissingFileError(f"checkpoint {path} does not exist")
         check_latency(cfg.latency_ms)
         options = execution_options(cfg.execution)  # checked before the network is loaded
         requested = options.pop("precision") if artifact_format(path) == "checkpoint" else "32-true"
@@ -72,7 +73,7 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
         probe = ACTPolicy.load(path, **options)  # "<path> is not a readable checkpoint" otherwise; checks the options
         trained_on = probe.task
         if chosen_task and trained_on and chosen_task != trained_on and not cfg.get("allow_task_mismatch", False):
-            raise ValueError(f"task={chosen_task} but {path} was trained on {trained_on}: drop task= to evaluate it "
+            raise InputError(f"task={chosen_task} but {path} was trained on {trained_on}: drop task= to evaluate it "
                              f"on {trained_on}, or add allow_task_mismatch=true to evaluate it on {chosen_task} anyway")
         check_backend(cfg.env.backend, probe.camera_names, probe.image_size)
         latency = {"latency_ms": cfg.latency_ms}
@@ -111,9 +112,9 @@ def execution_options(execution: DictConfig) -> dict:
         check_setting("execution.blend", blend, BLENDS,
                       " (or null: ensemble with execution.temporal_ensemble_coeff, else replace)")
     if blend == "ensemble" and options.get("temporal_ensemble_coeff") is None:
-        raise ValueError("execution.blend=ensemble needs execution.temporal_ensemble_coeff=<m> (e.g. 0.01)")
+        raise InputError("execution.blend=ensemble needs execution.temporal_ensemble_coeff=<m> (e.g. 0.01)")
     if not isinstance(options.get("asynchronous", False), bool):
-        raise ValueError(f"execution.asynchronous must be true or false, got {options['asynchronous']!r}")
+        raise InputError(f"execution.asynchronous must be true or false, got {options['asynchronous']!r}")
     return options
 
 
@@ -121,7 +122,7 @@ def check_latency(latency) -> None:
     """``latency_ms``: a number of milliseconds >= 0, or ``measured``."""
     if latency != "measured" and (isinstance(latency, bool) or not isinstance(latency, (int, float))
                                   or not math.isfinite(latency) or latency < 0):
-        raise ValueError(f"latency_ms must be a number >= 0 (milliseconds) or 'measured', got {latency!r}")
+        raise InputError(f"latency_ms must be a number >= 0 (milliseconds) or 'measured', got {latency!r}")
 
 
 def latency_ticks(latency_ms: float) -> int:
@@ -147,10 +148,10 @@ def check_backend(backend: str, cameras, image_size) -> None:
     """What ``make_eval_env`` would refuse for this policy, said before anything is built."""
     if backend == "gym_aloha":
         if list(cameras) != ["top"]:
-            raise ValueError(f"the gym_aloha backend renders only the 'top' camera; the policy needs {list(cameras)}: "
+            raise InputError(f"the gym_aloha backend renders only the 'top' camera; the policy needs {list(cameras)}: "
                              "evaluate it with env.backend=native")
         if tuple(image_size) != (480, 640):
-            raise ValueError(f"gym-aloha renders 480x640 images; this policy needs {tuple(image_size)}: evaluate it "
+            raise InputError(f"gym-aloha renders 480x640 images; this policy needs {tuple(image_size)}: evaluate it "
                              "with env.backend=native")
 
 
@@ -173,6 +174,16 @@ def evaluate_and_save(cfg: DictConfig, spec: EvalSpec, described: dict) -> tuple
     if cfg.logger.wandb:
         log_to_wandb(metrics, OmegaConf.to_container(cfg, resolve=True), out_dir, cfg.logger.project)
     return metrics, path
+
+
+def evaluate(cfg: DictConfig) -> dict:
+    """``scripts/eval.py``: check ``cfg`` (configs/eval.yaml), evaluate, write metrics.json and the videos,
+    print the summary; returns the metrics."""
+    spec, described = build_spec(cfg)
+    metrics, path = evaluate_and_save(cfg, spec, described)
+    print(summary_line(metrics))
+    print(f"metrics: {path}" + (f" | videos: {', '.join(metrics['videos'])}" if metrics["videos"] else ""))
+    return metrics
 
 
 def summary_line(metrics: dict) -> str:

@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from act.eval.backends import make_eval_env
+from common.errors import InputError
 from common.metrics import summarize
 from common.pool import worker_pool
 from common.video import overlay_text, write_mp4
@@ -95,10 +96,10 @@ def run_episodes(envs: Sequence, policy, seeds: Sequence[int], video_paths: Sequ
     """
     n = len(envs)
     if n != len(seeds) or n == 0:
-        raise ValueError(f"need one seed per env, got {n} envs and {len(seeds)} seeds")
+        raise InputError(f"need one seed per env, got {n} envs and {len(seeds)} seeds")
     video_paths = list(video_paths) if video_paths is not None else [None] * n
     if len(video_paths) != n:
-        raise ValueError(f"need one video path (or None) per env, got {len(video_paths)} for {n} envs")
+        raise InputError(f"need one video path (or None) per env, got {len(video_paths)} for {n} envs")
     if hasattr(policy, "select_actions"):
         policy.reset(n)
         select = policy.select_actions
@@ -108,7 +109,7 @@ def run_episodes(envs: Sequence, policy, seeds: Sequence[int], video_paths: Sequ
         def select(observations):
             return [policy.select_action(observations[0])]
     else:
-        raise ValueError(f"{type(policy).__name__} has no select_actions: it runs one env at a time")
+        raise InputError(f"{type(policy).__name__} has no select_actions: it runs one env at a time")
     episodes = [_Running(env, seed, path) for env, seed, path in zip(envs, seeds, video_paths)]
     for episode in episodes:
         episode.timestep = episode.env.reset(seed=episode.seed)
@@ -201,9 +202,9 @@ def evaluate(spec: EvalSpec, progress: Callable[[EpisodeResult, list[EpisodeResu
     Seeds go to ``workers`` processes in groups of ``batch_envs`` episodes run side by side.
     """
     if not spec.seeds:
-        raise ValueError("no evaluation seeds")
+        raise InputError("no evaluation seeds")
     if spec.batch_envs < 1:
-        raise ValueError(f"batch_envs must be >= 1, got {spec.batch_envs}")
+        raise InputError(f"batch_envs must be >= 1, got {spec.batch_envs}")
     start = time.perf_counter()
     results: list[EpisodeResult] = []
     indices = list(range(len(spec.seeds)))

@@ -21,6 +21,7 @@ import torch
 from act.model.act import ACTConfig
 from act.model.normalized import STAT_KEYS, NormalizedACT
 from common.checks import check_choice
+from common.errors import InputError
 
 CHECKPOINT_HINT = "give a .ckpt file written by scripts/train.py (e.g. <run>/checkpoints/last.ckpt)"
 NET_PREFIX = "net."
@@ -30,7 +31,7 @@ DEPLOYMENT_DEFAULTS = {"camera_names": ("top",), "image_size": (480, 640), "stat
                        "render_quality": None}
 
 
-class CheckpointError(ValueError):
+class CheckpointError(InputError):
     """A file that is not a checkpoint of this project, or one that cannot be loaded safely."""
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from act.runtime.plan import ENSEMBLE_COEFF, ActionPlan
 from common.checks import check_choice
+from common.errors import InputError
 
 
 class ChunkScheduler:
@@ -47,9 +48,9 @@ class ChunkScheduler:
         self.chunk_size = int(chunk_size)
         self.horizon = self.chunk_size if horizon is None else int(horizon)
         if not 1 <= self.horizon <= self.chunk_size:
-            raise ValueError(f"horizon must be in 1..chunk_size={self.chunk_size}, got {horizon}")
+            raise InputError(f"horizon must be in 1..chunk_size={self.chunk_size}, got {horizon}")
         if not 0 <= int(threshold) < self.horizon:
-            raise ValueError(f"queue_threshold must be in 0..{self.horizon - 1} (fewer than the {self.horizon} "
+            raise InputError(f"queue_threshold must be in 0..{self.horizon - 1} (fewer than the {self.horizon} "
                              f"actions a chunk adds), got {threshold}")
         self.threshold, self.blocking = int(threshold), bool(blocking)
         self.plan = ActionPlan(blend, self.chunk_size, coeff, crossfade_steps)
@@ -84,7 +85,7 @@ class ChunkScheduler:
             raise RuntimeError("no query in flight")
         chunk = np.asarray(chunk)
         if chunk.ndim != 2 or len(chunk) != self.chunk_size:
-            raise ValueError(f"expected a chunk of shape ({self.chunk_size}, A), got {chunk.shape}")
+            raise InputError(f"expected a chunk of shape ({self.chunk_size}, A), got {chunk.shape}")
         observed, self.in_flight = self.in_flight, None
         skipped = self.plan.add(chunk[:self.horizon], observed, self.clock)
         self.skipped += skipped
@@ -116,17 +117,17 @@ def execution_settings(chunk_size: int, n_action_steps: int | None, temporal_ens
     if blend is None:
         blend = "ensemble" if temporal_ensemble_coeff is not None else "replace"
     if blend == "ensemble" and temporal_ensemble_coeff is None:
-        raise ValueError("blend=ensemble needs a temporal_ensemble_coeff (e.g. 0.01)")
+        raise InputError("blend=ensemble needs a temporal_ensemble_coeff (e.g. 0.01)")
     defaults = {"replace": k, "ensemble": 1, "crossfade": max(1, k // 2)}
     check_choice("blend", blend, defaults)
     default_n = defaults[blend]
     n = default_n if n_action_steps is None else n_action_steps
     if isinstance(n, bool) or int(n) != n or not 1 <= int(n) <= k:
-        raise ValueError(f"n_action_steps must be in 1..chunk_size={k}, got {n_action_steps}")
+        raise InputError(f"n_action_steps must be in 1..chunk_size={k}, got {n_action_steps}")
     n = int(n)
     horizon = n if blend == "replace" else k
     threshold = (0 if blend == "replace" else k - n) if queue_threshold is None else queue_threshold
     if isinstance(threshold, bool) or int(threshold) != threshold or not 0 <= int(threshold) < horizon:
-        raise ValueError(f"queue_threshold must be in 0..{horizon - 1}, got {queue_threshold}")
+        raise InputError(f"queue_threshold must be in 0..{horizon - 1}, got {queue_threshold}")
     return {"blend": blend, "horizon": horizon, "threshold": int(threshold), "n_action_steps": n,
             "coeff": 0.0 if temporal_ensemble_coeff is None else float(temporal_ensemble_coeff)}

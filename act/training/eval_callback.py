@@ -12,6 +12,7 @@ import torch
 from act.eval.backends import make_eval_env
 from act.eval.rollout import run_episode
 from act.runtime.policy import ACTPolicy
+from common.errors import InputError
 from common.metrics import summarize
 from envs.constants import MAX_REWARD
 
@@ -45,7 +46,7 @@ class EvalCallback(L.Callback):
                  video_size: Sequence[int] = (240, 320), render_quality: str | None = None,
                  save_best: bool = True, dirpath: str | None = None):
         if every_n_steps <= 0 or num_episodes <= 0:
-            raise ValueError("every_n_steps and num_episodes must be positive")
+            raise InputError("every_n_steps and num_episodes must be positive")
         self.every_n_steps, self.num_episodes, self.seed = every_n_steps, num_episodes, seed
         self.execution = dict(execution or {})
         self.video, self.video_size, self.render_quality = video, tuple(video_size), render_quality

@@ -22,6 +22,7 @@ from act.model.normalized import STAT_KEYS, NormalizedACT
 from act.training.augment import augment
 from act.training.ema import EMA
 from common.checks import check_choice
+from common.errors import InputError
 
 LR_SCHEDULES = ("constant", "cosine")
 
@@ -91,7 +92,7 @@ class ACTLitModule(L.LightningModule):
         meta = deployment_values(deployment)
         config = ACTConfig(**{**dict(model), "num_cameras": len(meta["camera_names"])})
         if kl_weight < 0:
-            raise ValueError(f"kl_weight must be >= 0, got {kl_weight}")
+            raise InputError(f"kl_weight must be >= 0, got {kl_weight}")
         self.config = config
         # The network with its statistics and image scaling: the one place normalisation happens.
         self.net = NormalizedACT(config, meta["stats"], meta["camera_names"], meta["image_size"], image_crop,
@@ -101,21 +102,21 @@ class ACTLitModule(L.LightningModule):
         self.lr_backbone = lr_backbone
         check_choice("lr_schedule", lr_schedule, LR_SCHEDULES)
         if lr_warmup_steps < 0:
-            raise ValueError(f"lr_warmup_steps must be >= 0, got {lr_warmup_steps}")
+            raise InputError(f"lr_warmup_steps must be >= 0, got {lr_warmup_steps}")
         if not 0.0 <= lr_min_ratio <= 1.0:
-            raise ValueError(f"lr_min_ratio must be in [0, 1], got {lr_min_ratio}")
+            raise InputError(f"lr_min_ratio must be in [0, 1], got {lr_min_ratio}")
         self.lr_schedule = lr_schedule
         self.lr_warmup_steps = int(lr_warmup_steps)
         self.lr_min_ratio = float(lr_min_ratio)
         self.channels_last = channels_last
         self.val_posterior = val_posterior
         if clip_grad_norm is not None and not clip_grad_norm > 0:
-            raise ValueError(f"clip_grad_norm must be positive or null, got {clip_grad_norm}")
+            raise InputError(f"clip_grad_norm must be positive or null, got {clip_grad_norm}")
         self.clip_grad_norm = clip_grad_norm
         if isinstance(augment_shift, bool) or int(augment_shift) != augment_shift or augment_shift < 0:
-            raise ValueError(f"augment_shift must be a whole number of pixels >= 0, got {augment_shift!r}")
+            raise InputError(f"augment_shift must be a whole number of pixels >= 0, got {augment_shift!r}")
         if not 0.0 <= augment_color < 1.0:
-            raise ValueError(f"augment_color must be in [0, 1), got {augment_color}")
+            raise InputError(f"augment_color must be in [0, 1), got {augment_color}")
         self.augment_shift, self.augment_color = int(augment_shift), float(augment_color)
         # The weight average the policy is deployed with (created after the network's weights are final).
         self.ema = None if ema_decay is None else EMA(self.net, ema_decay)
@@ -213,13 +214,13 @@ class ACTLitModule(L.LightningModule):
     def check_schedule(self, max_steps: int | None) -> None:
         """Raise ``ValueError`` if the learning-rate schedule cannot work within ``max_steps``."""
         if self.lr_schedule == "cosine" and (max_steps is None or max_steps <= self.lr_warmup_steps):
-            raise ValueError(f"policy.lr_schedule=cosine needs trainer.max_steps ({max_steps}) > "
+            raise InputError(f"policy.lr_schedule=cosine needs trainer.max_steps ({max_steps}) > "
                              f"policy.lr_warmup_steps ({self.lr_warmup_steps})")
 
     def build_optimizer(self) -> torch.optim.Optimizer:
         """The optimiser over two groups: the backbone at ``lr_backbone``, the rest at its own lr."""
         if self.optimizer_factory is None:
-            raise ValueError("ACTLitModule needs an optimizer (a partial, e.g. torch.optim.AdamW) to train")
+            raise InputError("ACTLitModule needs an optimizer (a partial, e.g. torch.optim.AdamW) to train")
         backbone = [p for n, p in self.model.named_parameters() if n.startswith("backbone.") and p.requires_grad]
         rest = [p for n, p in self.model.named_parameters() if not n.startswith("backbone.") and p.requires_grad]
         return self.optimizer_factory([{"params": rest}, {"params": backbone, "lr": self.lr_backbone}])

@@ -13,6 +13,7 @@ import lightning as L
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from lightning.pytorch.callbacks import OnExceptionCheckpoint
+from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from act.training.callbacks import ResumableCSVLogger, SafeCheckpointIO
@@ -20,13 +21,20 @@ from act.data.datamodule import ACTDataModule
 from act.data.schema import EpisodeFormatError
 from act.model.checkpoint import CheckpointError, read_checkpoint, upgrade_hparams
 from act.runtime.precision import resolve_precision
+from common.errors import InputError
 from common.io import unwritable_reason
 from common.lock import folder_lock
 
 log = logging.getLogger(__name__)
 
 
-class ConfigError(ValueError):
+@rank_zero_only
+def say(*args, **kwargs) -> None:
+    """``print`` in the rank-zero process only: under DDP every device runs this code."""
+    print(*args, **kwargs)
+
+
+class ConfigError(InputError):
     """A training config that cannot work; raised before any training step."""
 
 
@@ -67,9 +75,9 @@ def build_datamodule(cfg: DictConfig) -> ACTDataModule:
                           f"demos into a new folder and train on that: {record_command(cfg, other)} "
                           f"num_episodes=<N>, then data.dataset_dir={other}")
     if dm.val_set is None:
-        print(f"warning: {folder} holds {len(index)} episode(s) and data.val_fraction={cfg.data.val_fraction}: no "
-              "validation split, so no val/l1 and no best checkpoint (only last.ckpt); record more episodes for "
-              "validation", file=sys.stderr)
+        say(f"warning: {folder} holds {len(index)} episode(s) and data.val_fraction={cfg.data.val_fraction}: no "
+            "validation split, so no val/l1 and no best checkpoint (only last.ckpt); record more episodes for "
+            "validation", file=sys.stderr)
     shortest = int(index.lengths.min())
     if cfg.policy.model.chunk_size > shortest:
         raise ConfigError(f"policy.model.chunk_size={cfg.policy.model.chunk_size} is longer than the shortest episode "
@@ -137,7 +145,7 @@ def resume_path(cfg: DictConfig, trainer: L.Trainer) -> Path | None:
     if not found:
         return None
     path = max(found, key=lambda p: p.stat().st_mtime)
-    print(f"resuming from {path}, found in the run folder (give a new out_dir to start afresh)")
+    say(f"resuming from {path}, found in the run folder (give a new out_dir to start afresh)")
     return path
 
 
@@ -173,13 +181,13 @@ def resolve_trainer_precision(cfg: DictConfig) -> str:
     """Replace ``trainer.precision`` ``auto`` by what this machine runs natively; say why, once."""
     requested = str(cfg.trainer.precision)
     if requested in OTHER_LIGHTNING_PRECISIONS:  # e.g. 16-mixed on GPUs without bf16: the user's call
-        print(f"training precision: {requested} (requested)")
+        say(f"training precision: {requested} (requested)")
         return requested
     try:
         choice = resolve_precision(requested, cfg.trainer.get("accelerator", "cpu"))
     except ValueError as err:
         raise ConfigError(f"trainer.precision: {err}") from err
-    print(f"training precision: {choice.precision} ({requested}: {choice.reason})")
+    say(f"training precision: {choice.precision} ({requested}: {choice.reason})")
     with open_dict(cfg):
         cfg.trainer.precision = choice.precision
     return choice.precision
@@ -230,8 +238,33 @@ def fit(cfg: DictConfig, dm: ACTDataModule, module: L.LightningModule, trainer: 
         trainer.fit(module, datamodule=dm, ckpt_path=None if ckpt_path is None else str(ckpt_path))
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
     for cb in trainer.checkpoint_callbacks:
-        if getattr(cb, "monitor", None) == "val/l1" and cb.best_model_score is not None \
+        if getattr(cb, "monitor", None) and cb.best_model_score is not None \
                 and math.isfinite(float(cb.best_model_score)) and Path(cb.best_model_path).is_file():
-            metrics["best/val_l1"] = float(cb.best_model_score)  # only a finite score, of a file that exists
+            metrics[best_key(cb.monitor)] = float(cb.best_model_score)  # only a finite score, of a file that exists
             metrics["best_ckpt"] = cb.best_model_path
     return metrics
+
+
+def best_key(metric: str) -> str:
+    """``val/l1`` -> ``best/val_l1``: the key of the best checkpoint's score of ``metric`` in ``train``'s metrics."""
+    return "best/" + metric.replace("/", "_")
+
+
+def sweep_value(metrics: dict, metric: str) -> float | None:
+    """What a sweeper optimises: the best checkpoint's score of ``metric`` where a checkpoint callback
+    ranks by it, else its last logged value (None: never logged)."""
+    return metrics.get(best_key(metric), metrics.get(metric))
+
+
+def train_objective(cfg: DictConfig) -> float | None:
+    """``train(cfg)``, one line saying how it ended, and ``cfg.optimized_metric``'s value for a sweeper
+    (``-m``, ``hparams_search=optuna``)."""
+    metrics = train(cfg)
+    value = sweep_value(metrics, cfg.optimized_metric)
+    if value is None:
+        say(f"warning: no {cfg.optimized_metric} was logged: validation never ran (trainer.val_check_interval="
+            f"{cfg.trainer.val_check_interval} > trainer.max_steps={cfg.trainer.max_steps}, or no validation "
+            "episodes); sweepers need it", file=sys.stderr)
+    best = metrics.get("best_ckpt") or "none"  # set only for a file that exists
+    say(f"done: {cfg.optimized_metric} {value} | best checkpoint {best} | run folder {cfg.out_dir}")
+    return value

@@ -1,7 +1,7 @@
-"""LeRobot's side of ``scripts/check_lerobot.py``: runs under LeRobot's own Python, never ours.
+"""LeRobot's side of ``scripts/check_lerobot.py``: runs under LeRobot's own Python, never ours, by path.
 
-    $LEROBOT_PYTHON scripts/lerobot_judge.py load <dataset folder> <out.npz>   # read it with LeRobotDataset
-    $LEROBOT_PYTHON scripts/lerobot_judge.py write <in.npz> <dataset folder>   # write it with LeRobotDataset.create
+    $LEROBOT_PYTHON act/data/lerobot/judge.py load <dataset folder> <out.npz>   # read it with LeRobotDataset
+    $LEROBOT_PYTHON act/data/lerobot/judge.py write <in.npz> <dataset folder>   # write it with LeRobotDataset.create
 
 ``load`` saves every frame as LeRobotDataset returns it (state, action, velocity, effort, uint8
 images, indices, timestamps, task text) and its metadata. ``write`` records the episodes of the
