@@ -13,17 +13,7 @@ from omegaconf import OmegaConf
 
 import act.pipeline.demo as demo_pipeline
 from act.training.run import ConfigError, train
-from helpers import CONFIGS, ROOT, assert_same_weights, make_cfg, tiny_overrides
-
-
-def demo_overrides(tmp_path, *extra):
-    """The quickstart pipeline shrunk to seconds: 2 demos, a 32-wide ACT, 2 short evaluation episodes."""
-    out = tmp_path / "demo"
-    train_overrides = [o for o in tiny_overrides(tmp_path / "data", out / "train") if not o.startswith("out_dir=")]
-    return [*train_overrides, f"demo.dir={out}", "demo.num_demos=2", "demo.record_workers=0",
-            "+demo.eval.num_episodes=2", "demo.eval.workers=0", "+demo.eval.episode_len=40", "demo.eval.num_videos=1",
-            "execution.precision=32-true", "trainer.val_check_interval=2",
-            "policy.lr_warmup_steps=1", "policy.image_crop=null", *extra]
+from helpers import CONFIGS, ROOT, assert_same_weights, demo_overrides, make_cfg
 
 
 def test_demo_runs_every_stage_then_resumes_without_repeating(run_script, tmp_path):
