@@ -57,3 +57,15 @@ def tiny_checkpoint(demos, tmp_path_factory):
     out = tmp_path_factory.mktemp("tiny_run")
     train(make_cfg(demos, out, "trainer.max_steps=3"))
     return out / "checkpoints" / "last.ckpt"
+
+
+@pytest.fixture
+def nan_checkpoint(tiny_checkpoint, tmp_path):
+    """The tiny checkpoint with one weight NaN, as a diverged run leaves it."""
+    import torch
+
+    checkpoint = torch.load(tiny_checkpoint, weights_only=True)
+    checkpoint["state_dict"]["net.model.action_head.weight"][0, 0] = float("nan")
+    path = tmp_path / "diverged.ckpt"
+    torch.save(checkpoint, path)
+    return path

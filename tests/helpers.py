@@ -9,6 +9,7 @@ import lightning as L
 import torch
 from hydra import compose, initialize_config_dir
 
+from act.eval.harness import build_spec, evaluate_and_save, summary_line
 from act.model import ACT, ACTConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +31,19 @@ def tiny_overrides(dataset_dir, out_dir, *extra) -> list[str]:
 def make_cfg(dataset_dir, out_dir, *extra):
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         return compose("train", overrides=tiny_overrides(dataset_dir, out_dir, *extra))
+
+
+def eval_cfg(*overrides: str):
+    """configs/eval.yaml as ``scripts/eval.py <overrides>`` composes it (one episode, no wandb by default)."""
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        return compose("eval", overrides=["logger.wandb=false", "num_episodes=1", *overrides])
+
+
+def run_eval(*overrides: str) -> tuple[dict, str]:
+    """What ``scripts/eval.py <overrides>`` does, in this process: the metrics it writes and the line it prints."""
+    cfg = eval_cfg(*overrides)
+    metrics, _ = evaluate_and_save(cfg, *build_spec(cfg))
+    return metrics, summary_line(metrics)
 
 
 def demo_overrides(tmp_path, *extra):

@@ -1,4 +1,5 @@
-"""scripts/demo.py (`make demo`): record -> train -> evaluate -> plot, resumable stage by stage."""
+"""The pipeline behind scripts/demo.py (`make demo`): record -> train -> evaluate -> plot, resumable stage by
+stage (run in this process; tests/e2e/test_scripts.py runs the script)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,20 @@ from act.training.run import ConfigError, train
 from helpers import CONFIGS, ROOT, assert_same_weights, demo_overrides, make_cfg
 
 
-def test_demo_runs_every_stage_then_resumes_without_repeating(run_script, tmp_path):
+def run_demo(capsys, *overrides) -> str:
+    """What ``scripts/demo.py <overrides>`` does, in this process; returns what it printed."""
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        demo_pipeline.run(compose("demo", overrides=list(overrides)))
+    return capsys.readouterr().out
+
+
+def test_demo_runs_every_stage_then_resumes_without_repeating(capsys, tmp_path):
     out = tmp_path / "demo"
-    first = run_script("demo", *demo_overrides(tmp_path, "trainer.max_steps=4"))
-    assert "0 kept + 2 recorded" in first.stdout and "[2/4] training: 4 steps" in first.stdout
+    first = run_demo(capsys, *demo_overrides(tmp_path, "trainer.max_steps=4"))
+    assert "0 kept + 2 recorded" in first and "[2/4] training: 4 steps" in first
     # Before training, the plan: each stage timed on this machine.
-    assert "plan, timed on this machine" in first.stdout and "4 steps x" in first.stdout
-    assert "2 episodes: 10 batched queries" in first.stdout  # side by side, 40 steps, a query every 4
+    assert "plan, timed on this machine" in first and "4 steps x" in first
+    assert "2 episodes: 10 batched queries" in first  # side by side, 40 steps, a query every 4
     summary = json.loads((out / "summary.json").read_text())
     assert summary["train_steps"] == 4 and summary["num_episodes"] == 2 and 0.0 <= summary["success_rate"] <= 1.0
     assert set(summary["planned_s"]) == {"train", "eval"} and all(v > 0 for v in summary["planned_s"].values())
@@ -33,16 +41,16 @@ def test_demo_runs_every_stage_then_resumes_without_repeating(run_script, tmp_pa
     assert len(summary["videos"]) == 1 and (out / "eval" / "metrics.json").is_file()
     metrics = json.loads((out / "eval" / "metrics.json").read_text())
     assert metrics["seeds"] == [100000, 100001] and metrics["ckpt_step"] == 4
-    assert f"transfer_cube: success {summary['successes']}/2 = " in first.stdout and "[95% CI" in first.stdout
-    assert "plot:" in first.stdout and str(out / "curves.png") in first.stdout
+    assert f"transfer_cube: success {summary['successes']}/2 = " in first and "[95% CI" in first
+    assert "plot:" in first and str(out / "curves.png") in first
 
     # More steps: demos kept, training resumed from step 4, evaluation redone for the new checkpoint.
-    second = run_script("demo", *demo_overrides(tmp_path, "trainer.max_steps=6"))
-    assert "2 kept + 0 recorded" in second.stdout and "resuming from step 4" in second.stdout
+    second = run_demo(capsys, *demo_overrides(tmp_path, "trainer.max_steps=6"))
+    assert "2 kept + 0 recorded" in second and "resuming from step 4" in second
     assert json.loads((out / "eval" / "metrics.json").read_text())["ckpt_step"] == 6
     # The same command again: nothing is repeated.
-    third = run_script("demo", *demo_overrides(tmp_path, "trainer.max_steps=6"))
-    assert "already at step 6 of 6" in third.stdout and "evaluation: already done" in third.stdout
+    third = run_demo(capsys, *demo_overrides(tmp_path, "trainer.max_steps=6"))
+    assert "already at step 6 of 6" in third and "evaluation: already done" in third
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -51,20 +59,14 @@ def test_demo_runs_every_stage_then_resumes_without_repeating(run_script, tmp_pa
     (["demo.checkpoint=first"], "demo.checkpoint='first' is unknown; valid: last, best"),
 ])
 def test_demo_rejects_unworkable_settings(tmp_path, extra, message):
-    # In-process (the subprocess path to `error: ...` and exit 2 is the next test's): act/pipeline/demo.py's
-    # run() on the composed config refuses before recording or training anything.
+    # act/pipeline/demo.py's run() on the composed config refuses before recording or training anything (the
+    # script prints these as `error: ...` and exits 2: tests/e2e/test_scripts.py).
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("demo", overrides=demo_overrides(tmp_path, *extra))
         with pytest.raises((ConfigError, ValueError)) as info:
             demo_pipeline.run(cfg)
     assert message in str(info.value)
     assert not (tmp_path / "data").exists() and not (tmp_path / "demo" / "train" / "checkpoints").exists()
-
-
-def test_demo_needs_an_experiment_with_a_demo_block(run_script, tmp_path):
-    proc = run_script("demo", "experiment=smoke", check=False)
-    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("error: ")
-    assert "has no `demo:` block; use an experiment that defines one" in proc.stderr
 
 
 def test_interrupted_training_saves_a_checkpoint_that_resumes_exactly(demos, tmp_path):

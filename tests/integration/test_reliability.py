@@ -24,12 +24,7 @@ from act.data.record import RecordSettings, record
 from act.eval.harness import build_spec
 from act.training.module import read_checkpoint
 from act.training.run import ConfigError, train
-from helpers import CONFIGS, ROOT, NaNQposAt, checkpoint_is_finite, demo_overrides, make_cfg, tiny_overrides
-
-
-def eval_cfg(*overrides: str):
-    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        return compose("eval", overrides=["logger.wandb=false", "num_episodes=1", *overrides])
+from helpers import CONFIGS, ROOT, NaNQposAt, checkpoint_is_finite, eval_cfg, make_cfg, tiny_overrides
 
 
 @pytest.fixture
@@ -232,6 +227,7 @@ def test_train_script_reports_divergence_as_one_error_line(run_script, demos, tm
 
 def test_demo_reports_divergence_as_one_error_line(demos, tmp_path, capsys):
     import scripts.demo as demo_script
+    from test_demo import demo_overrides
 
     data = tmp_path / "data"
     shutil.copytree(demos, data)  # two of its three demos are used: nothing is recorded

@@ -15,7 +15,7 @@ from hydra import compose, initialize_config_dir
 from act.data.episodes import DatasetError
 from act.training.module import ACTLitModule, lr_factor_fn
 from act.training.run import ConfigError, train
-from helpers import CONFIGS, IMAGE, ROOT, assert_same_weights, make_cfg, tiny_overrides
+from helpers import CONFIGS, IMAGE, ROOT, assert_same_weights, make_cfg
 
 
 def read_metric(out_dir: Path, key: str) -> list[float]:
@@ -144,26 +144,6 @@ def test_wandb_logs_offline_without_a_key(demos, tmp_path, monkeypatch):
     assert read_metric(out, "train/loss")  # CSV is always written too
 
 
-def test_train_script_multirun_sweep(demos, tmp_path):
-    sweep = tmp_path / "sweep"
-    overrides = [o for o in tiny_overrides(demos, "x") if not o.startswith("out_dir=")]
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "train.py"), "-m", "policy.kl_weight=1,100",
-                           "trainer.max_steps=2", f"hydra.sweep.dir={sweep}", *overrides],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    for job in ("0", "1"):
-        assert (sweep / job / "checkpoints" / "last.ckpt").is_file()
-    weights = [torch.load(sweep / j / "checkpoints" / "last.ckpt", weights_only=False)["hyper_parameters"]["kl_weight"]
-               for j in ("0", "1")]
-    assert weights == [1, 100]
-
-
-def test_train_script_reports_a_missing_dataset(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "train.py"), f"data.dataset_dir={tmp_path}/none"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 2 and "record_demos.py task=transfer_cube" in proc.stderr
-
-
 def test_ddp_two_cpu_processes_agree(demos, tmp_path):
     proc = subprocess.run([sys.executable, str(ROOT / "tests" / "ddp_check.py"), str(demos), str(tmp_path)],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
@@ -173,19 +153,6 @@ def test_ddp_two_cpu_processes_agree(demos, tmp_path):
     assert rank0.keys() == rank1.keys()
     for key in rank0:
         torch.testing.assert_close(rank0[key], rank1[key], msg=key)
-
-
-def test_optuna_sweep_minimises_val_l1(demos, tmp_path):
-    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
-    sweep = tmp_path / "optuna"
-    overrides = [o for o in tiny_overrides(demos, "x") if not o.startswith(("out_dir=", "policy.model.chunk_size="))]
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "train.py"), "-m", "hparams_search=optuna",
-                           "hydra.sweeper.n_trials=2", "hydra.sweeper.sampler.n_startup_trials=2",
-                           f"hydra.sweep.dir={sweep}", *overrides, "trainer.max_steps=4", "trainer.val_check_interval=2"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = (sweep / "optimization_results.yaml").read_text()
-    assert "best_value" in results and "policy.kl_weight" in results
 
 
 def test_slurm_launcher_config_composes():

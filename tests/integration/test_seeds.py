@@ -7,7 +7,8 @@ import json
 import pytest
 
 import scripts.seeds as seeds_script
-from helpers import ROOT, demo_overrides
+from helpers import ROOT
+from test_demo import demo_overrides
 
 
 def test_arguments_split_at_the_double_dash(tmp_path):
