@@ -59,6 +59,17 @@ def tiny_checkpoint(demos, tmp_path_factory):
     return out / "checkpoints" / "last.ckpt"
 
 
+@pytest.fixture(scope="session")
+def six_step_run(demos, tmp_path_factory):
+    """The run folder of the same tiny ACT trained straight to step 6: what a resumed run must equal."""
+    from act.training.run import train
+    from helpers import make_cfg
+
+    out = tmp_path_factory.mktemp("six_step_run")
+    train(make_cfg(demos, out, "trainer.max_steps=6"))
+    return out
+
+
 @pytest.fixture
 def nan_checkpoint(tiny_checkpoint, tmp_path):
     """The tiny checkpoint with one weight NaN, as a diverged run leaves it."""

@@ -69,8 +69,7 @@ def test_demo_rejects_unworkable_settings(tmp_path, extra, message):
     assert not (tmp_path / "data").exists() and not (tmp_path / "demo" / "train" / "checkpoints").exists()
 
 
-def test_interrupted_training_saves_a_checkpoint_that_resumes_exactly(demos, tmp_path):
-    train(make_cfg(demos, tmp_path / "straight", "trainer.max_steps=6"))
+def test_interrupted_training_saves_a_checkpoint_that_resumes_exactly(demos, six_step_run, tmp_path):
     handler = signal.getsignal(signal.SIGINT)
     try:
         with pytest.raises(SystemExit):  # Lightning turns Ctrl-C into a checkpoint hook + exit(1)
@@ -81,8 +80,7 @@ def test_interrupted_training_saves_a_checkpoint_that_resumes_exactly(demos, tmp
     saved = tmp_path / "cut" / "checkpoints" / "interrupted.ckpt"
     assert torch.load(saved, weights_only=True)["global_step"] == 3
     train(make_cfg(demos, tmp_path / "resumed", "trainer.max_steps=6", f"ckpt_path={saved}"))
-    assert_same_weights(tmp_path / "straight" / "checkpoints" / "last.ckpt",
-                        tmp_path / "resumed" / "checkpoints" / "last.ckpt")
+    assert_same_weights(six_step_run / "checkpoints" / "last.ckpt", tmp_path / "resumed" / "checkpoints" / "last.ckpt")
     # A run that ends normally leaves no stale interrupted.ckpt behind.
     assert not (tmp_path / "resumed" / "checkpoints" / "interrupted.ckpt").exists()
 

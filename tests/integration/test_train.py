@@ -36,40 +36,36 @@ def test_tiny_fit_lowers_l1_and_writes_checkpoints(demos, tmp_path):
     assert read_metric(out, "train/samples_per_s")
 
 
-def test_resume_equals_uninterrupted_run(demos, tmp_path):
-    train(make_cfg(demos, tmp_path / "straight", "trainer.max_steps=6"))
-    train(make_cfg(demos, tmp_path / "first", "trainer.max_steps=3"))
-    train(make_cfg(demos, tmp_path / "resumed", "trainer.max_steps=6",
-                   f"ckpt_path={tmp_path / 'first' / 'checkpoints' / 'last.ckpt'}"))
-    straight, resumed = assert_same_weights(tmp_path / "straight" / "checkpoints" / "last.ckpt",
+def test_resume_equals_uninterrupted_run(demos, tiny_checkpoint, six_step_run, tmp_path):
+    # tiny_checkpoint: this config stopped at step 3; six_step_run: the same run straight to step 6.
+    train(make_cfg(demos, tmp_path / "resumed", "trainer.max_steps=6", f"ckpt_path={tiny_checkpoint}"))
+    straight, resumed = assert_same_weights(six_step_run / "checkpoints" / "last.ckpt",
                                             tmp_path / "resumed" / "checkpoints" / "last.ckpt")
     assert straight["global_step"] == resumed["global_step"] == 6
     # ... and the checkpoint at step 3 differs from step 6: the test can fail.
-    early = torch.load(tmp_path / "first" / "checkpoints" / "last.ckpt", weights_only=False)
+    early = torch.load(tiny_checkpoint, weights_only=False)
     assert not torch.allclose(early["state_dict"]["net.model.action_head.weight"],
                               straight["state_dict"]["net.model.action_head.weight"])
 
 
 def test_last_checkpoint_holds_the_final_step_between_validations(demos, tmp_path):
-    # 23 steps, validation every 10: Lightning alone would leave last.ckpt at step 20.
+    # 13 steps, validation every 10: Lightning alone would leave last.ckpt at step 10.
     out = tmp_path / "run"
-    train(make_cfg(demos, out, "trainer.max_steps=23"))
+    train(make_cfg(demos, out, "trainer.max_steps=13"))
     last = torch.load(out / "checkpoints" / "last.ckpt", weights_only=False)
-    assert last["global_step"] == 23
+    assert last["global_step"] == 13
     best = [p.name for p in (out / "checkpoints").glob("best-*.ckpt")]
-    assert len(best) == 1 and best[0].startswith("best-step20-")  # the best is still from validation
-    # ... and resuming from it to step 26 is exact.
-    train(make_cfg(demos, tmp_path / "resumed", "trainer.max_steps=26", f"ckpt_path={out / 'checkpoints' / 'last.ckpt'}"))
-    train(make_cfg(demos, tmp_path / "straight", "trainer.max_steps=26"))
+    assert len(best) == 1 and best[0].startswith("best-step10-")  # the best is still from validation
+    # ... and resuming from it to step 16 is exact.
+    train(make_cfg(demos, tmp_path / "resumed", "trainer.max_steps=16", f"ckpt_path={out / 'checkpoints' / 'last.ckpt'}"))
+    train(make_cfg(demos, tmp_path / "straight", "trainer.max_steps=16"))
     straight, resumed = assert_same_weights(tmp_path / "straight" / "checkpoints" / "last.ckpt",
                                             tmp_path / "resumed" / "checkpoints" / "last.ckpt")
-    assert straight["global_step"] == resumed["global_step"] == 26
+    assert straight["global_step"] == resumed["global_step"] == 16
 
 
-def test_checkpoint_alone_rebuilds_the_policy(demos, tmp_path):
-    out = tmp_path / "run"
-    train(make_cfg(demos, out, "trainer.max_steps=3"))
-    ckpt = out / "checkpoints" / "last.ckpt"
+def test_checkpoint_alone_rebuilds_the_policy(tiny_checkpoint):
+    ckpt = tiny_checkpoint  # a 3-step run of the tiny config
     policy = ACTLitModule.load_from_checkpoint(ckpt, map_location="cpu").eval()
     again = ACTLitModule.load_from_checkpoint(ckpt, map_location="cpu").eval()
     assert policy.camera_names == ["top"] and policy.image_size == (IMAGE, IMAGE)
