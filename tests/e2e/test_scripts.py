@@ -196,11 +196,11 @@ def test_demo_needs_an_experiment_with_a_demo_block(run_script, tmp_path):
 
 
 def test_seeds_script_stops_at_a_failing_seed_and_says_how_to_resume(tmp_path):
-    # The cheapest run that reaches demo.py: the seed's demo refuses an experiment without a demo block.
+    # The cheapest run that reaches demo.py: the first seed's demo refuses a setting before recording.
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "seeds.py"), "seeds=[0,1]", f"dir={tmp_path / 's'}",
-                           "--", "experiment=smoke"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+                           "--", "demo.checkpoint=first"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "=== seed 0 (1/2)" in proc.stdout and "=== seed 1" not in proc.stdout
-    assert "has no `demo:` block" in proc.stderr
+    assert "error: demo.checkpoint='first' is unknown; valid: last, best" in proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == "error: seed 0 failed (exit 2); rerun this command to resume it"
 
 
