@@ -17,16 +17,18 @@ from act.training.run import ConfigError, train
 from helpers import CONFIGS, ROOT, assert_same_weights, demo_overrides, make_cfg
 
 
-def run_demo(capsys, *overrides) -> str:
-    """What ``scripts/demo.py <overrides>`` does, in this process; returns what it printed."""
+def run_demo(monkeypatch, capsys, *overrides) -> str:
+    """What ``scripts/demo.py <overrides>`` does, in this process; returns what it printed. The
+    pipeline reads the command line's overrides from Hydra (an explicit trainer.max_steps wins)."""
+    monkeypatch.setattr(demo_pipeline, "explicit_overrides", lambda: list(overrides))
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         demo_pipeline.run(compose("demo", overrides=list(overrides)))
     return capsys.readouterr().out
 
 
-def test_demo_runs_every_stage_then_resumes_without_repeating(capsys, tmp_path):
+def test_demo_runs_every_stage_then_resumes_without_repeating(monkeypatch, capsys, tmp_path):
     out = tmp_path / "demo"
-    first = run_demo(capsys, *demo_overrides(tmp_path, "trainer.max_steps=4"))
+    first = run_demo(monkeypatch, capsys, *demo_overrides(tmp_path, "trainer.max_steps=4"))
     assert "0 kept + 2 recorded" in first and "[2/4] training: 4 steps" in first
     # Before training, the plan: each stage timed on this machine.
     assert "plan, timed on this machine" in first and "4 steps x" in first
@@ -45,11 +47,11 @@ def test_demo_runs_every_stage_then_resumes_without_repeating(capsys, tmp_path):
     assert "plot:" in first and str(out / "curves.png") in first
 
     # More steps: demos kept, training resumed from step 4, evaluation redone for the new checkpoint.
-    second = run_demo(capsys, *demo_overrides(tmp_path, "trainer.max_steps=6"))
+    second = run_demo(monkeypatch, capsys, *demo_overrides(tmp_path, "trainer.max_steps=6"))
     assert "2 kept + 0 recorded" in second and "resuming from step 4" in second
     assert json.loads((out / "eval" / "metrics.json").read_text())["ckpt_step"] == 6
     # The same command again: nothing is repeated.
-    third = run_demo(capsys, *demo_overrides(tmp_path, "trainer.max_steps=6"))
+    third = run_demo(monkeypatch, capsys, *demo_overrides(tmp_path, "trainer.max_steps=6"))
     assert "already at step 6 of 6" in third and "evaluation: already done" in third
 
 
