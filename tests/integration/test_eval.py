@@ -1,22 +1,24 @@
-"""Closed-loop evaluation: the harness, eval.py, the training callback, backends, benchmark."""
+"""Closed-loop evaluation: the harness, what eval.py runs (simulated latency too), the training callback,
+backends."""
 
 from __future__ import annotations
 
 import csv
 import functools
 import json
+import re
 
 import numpy as np
 import pytest
 
 from act.eval.backends import make_eval_env
 from act.eval.expert import ScriptedReplayPolicy
-from act.eval.harness import evaluate_with_bar
+from act.eval.harness import build_spec, evaluate_with_bar, latency_ticks
 from act.eval.rollout import EvalSpec, evaluate, run_episodes
 from act.runtime.policy import ACTPolicy
 from act.training.run import train
 from envs import make_env
-from helpers import make_cfg
+from helpers import eval_cfg, make_cfg, run_eval
 
 
 def test_expert_through_the_harness_reaches_its_success_rate():
@@ -75,45 +77,27 @@ def test_progress_bar_counts_episodes_and_successes(capsys):
     assert bar.startswith("eval transfer_cube: 100%") and "2/2" in bar and "success=0/2" in bar
 
 
-def test_eval_script_end_to_end(run_script, tiny_checkpoint, tmp_path):
-    out = tmp_path / "eval"
-    proc = run_script("eval", f"ckpt_path={tiny_checkpoint}", "num_episodes=2", "num_videos=1", "episode_len=50",
-                      "seed=100000", "logger.wandb=false", "video_size=[48,64]", f"out_dir={out}")
-    metrics = json.loads((out / "metrics.json").read_text())
-    for key in ("success_rate", "success_rate_ci95", "stage_rates", "mean_return", "mean_max_reward",
-                "latency_ms_per_query", "share_of_steps_over_tick"):
-        assert key in metrics
-    assert metrics["task"] == "transfer_cube" and metrics["num_episodes"] == 2
-    assert [e["seed"] for e in metrics["episodes"]] == [100000, 100001]
-    assert metrics["latency_ms_per_query"]["queries"] == 100  # ensembling: a query every step
-    assert 0.0 <= metrics["success_rate_ci95"][0] <= metrics["success_rate"] <= metrics["success_rate_ci95"][1]
-    assert "success 0/2" in proc.stdout or "success 1/2" in proc.stdout or "success 2/2" in proc.stdout
-    import imageio.v2 as imageio
-    frames = [frame for frame in imageio.get_reader(metrics["videos"][0])]
-    assert len(frames) == 50 and frames[0].shape == (48, 64, 3)
-
-
-def test_eval_script_chunked_and_wandb(run_script, tiny_checkpoint, tmp_path, monkeypatch):
+def test_eval_chunked_and_wandb(tiny_checkpoint, tmp_path, monkeypatch):
     monkeypatch.delenv("WANDB_MODE", raising=False)
     out = tmp_path / "eval"
-    run_script("eval", f"ckpt_path={tiny_checkpoint}", "num_episodes=1", "num_videos=1", "episode_len=30",
-               "execution=chunked", "execution.n_action_steps=5", "video_size=[48,64]", f"out_dir={out}")
+    run_eval(f"ckpt_path={tiny_checkpoint}", "num_episodes=1", "num_videos=1", "episode_len=30", "execution=chunked",
+             "execution.n_action_steps=5", "video_size=[48,64]", "logger.wandb=true", f"out_dir={out}")
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["latency_ms_per_query"]["queries"] == 6 and "chunked" in metrics["execution"]
     assert list((out / "wandb").glob("offline-run-*"))
 
 
-def test_eval_script_errors(run_script, tmp_path):
-    proc = run_script("eval", f"ckpt_path={tmp_path}/none.ckpt", "logger.wandb=false", check=False)
-    assert proc.returncode == 2 and "none.ckpt does not exist" in proc.stderr
-    proc = run_script("eval", "expert=true", "logger.wandb=false", check=False)
-    assert proc.returncode == 2 and "task=" in proc.stderr
+def test_eval_errors_name_the_setting(tmp_path):
+    # scripts/eval.py prints these as `error: ...` and exits 2 (tests/e2e/test_scripts.py)
+    with pytest.raises(FileNotFoundError, match="none.ckpt does not exist"):
+        build_spec(eval_cfg(f"ckpt_path={tmp_path}/none.ckpt"))
+    with pytest.raises(ValueError, match="task="):
+        build_spec(eval_cfg("expert=true"))
 
 
-def test_expert_through_eval_script(run_script, tmp_path):
-    proc = run_script("eval", "expert=true", "task=insertion", "num_episodes=2", "num_videos=0",
-                      "logger.wandb=false", f"out_dir={tmp_path}")
-    assert "success 2/2" in proc.stdout
+def test_expert_through_eval(tmp_path):
+    _, line = run_eval("expert=true", "task=insertion", "num_episodes=2", "num_videos=0", f"out_dir={tmp_path}")
+    assert "success 2/2" in line
 
 
 def test_eval_callback_logs_success_and_keeps_best(demos, tmp_path):
@@ -155,13 +139,6 @@ def test_expert_in_gym_aloha_envs():
     assert evaluate(spec)["success_rate"] == 1.0
 
 
-def test_bench_eval_reports_steps_per_second(run_script, tmp_path):
-    run_script("bench_eval", "policy=small", "image_size=[48,64]", "steps=20", "policy_steps=12", f"out_dir={tmp_path}")
-    results = json.loads((tmp_path / "metrics.json").read_text())["results"]
-    assert {"harness_only", "act_temporal_ensembling", "act_chunked"} <= set(results)
-    assert all(r["steps_per_s"] > 0 for r in results.values())
-
-
 def test_checkpoint_selection_seeds_are_disjoint_from_held_out_seeds():
     # best_eval.ckpt is chosen on the callback's episodes; eval.py and make demo score on theirs.
     import inspect
@@ -181,3 +158,41 @@ def test_checkpoint_selection_seeds_are_disjoint_from_held_out_seeds():
     for first in held_out_seeds.values():
         assert set(chosen).isdisjoint(range(first, first + 1000))
     assert inspect.signature(EvalCallback).parameters["seed"].default == callback_seed  # class agrees with config
+
+
+def test_eval_with_simulated_latency(tiny_checkpoint, tmp_path):
+    # Synchronous ensembling (a query every tick) with 40 ms: 2 held ticks for each played one.
+    out = tmp_path / "sync"
+    _, line = run_eval(f"ckpt_path={tiny_checkpoint}", "num_videos=0", "episode_len=30", "latency_ms=40",
+                       f"out_dir={out}")
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["latency_ticks"] == 2 and metrics["latency_ms"] == 40
+    assert metrics["ticks_without_fresh_action"]["share"] == pytest.approx(20 / 30)
+    assert metrics["latency_ms_per_query"]["queries"] == 10
+    assert metrics["mean_action_jerk"] > 0 and metrics["chunk_switch_jump"]["switches"] == 10
+    assert "67% of ticks held" in line
+    # Asynchronous crossfade: only the first query's wait is held.
+    out = tmp_path / "async"
+    run_eval(f"ckpt_path={tiny_checkpoint}", "num_videos=0", "episode_len=30", "latency_ms=40",
+             "execution.asynchronous=true", "execution.blend=crossfade", f"out_dir={out}")
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["ticks_without_fresh_action"]["share"] == pytest.approx(2 / 30)
+    assert "crossfade" in metrics["execution"] and "asynchronous" in metrics["execution"]
+    # measured: the batch-1 latency on this machine, recorded with the run.
+    out = tmp_path / "measured"
+    run_eval(f"ckpt_path={tiny_checkpoint}", "num_videos=0", "episode_len=10", "latency_ms=measured", f"out_dir={out}")
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["latency_measured"] is True and metrics["latency_ms"] > 0
+    assert metrics["latency_ticks"] == latency_ticks(metrics["latency_ms"])
+
+
+@pytest.mark.parametrize("override, message", [
+    ("latency_ms=-5", "latency_ms must be a number >= 0"), ("latency_ms=soon", "latency_ms must be a number"),
+    ("execution.blend=average", "execution.blend='average' is unknown"),
+    ("execution.queue_threshold=10", "queue_threshold must be in"),
+    ("execution.asynchronous=maybe", "asynchronous must be true or false"),
+])
+def test_eval_latency_errors(tiny_checkpoint, tmp_path, override, message):
+    # scripts/eval.py prints these as `error: ...` and exits 2 (tests/e2e/test_scripts.py)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        build_spec(eval_cfg(f"ckpt_path={tiny_checkpoint}", override, f"out_dir={tmp_path}"))

@@ -1,9 +1,7 @@
-"""Latency-aware execution in simulated time: ``ACTPolicy`` with a query latency of d ticks, and
-``eval.py latency_ms=...`` with its held-tick, jerk and chunk-switch metrics."""
+"""Latency-aware execution in simulated time: ``ACTPolicy`` with a query latency of d ticks (``eval.py
+latency_ms=...`` with its held-tick, jerk and chunk-switch metrics: tests/integration/test_eval.py)."""
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pytest
@@ -87,43 +85,3 @@ def test_bad_latency_settings():
         ACTPolicy(RampPredictor(), latency_ticks=-1)
     with pytest.raises(ValueError, match="queue_threshold"):
         ACTPolicy(RampPredictor(), asynchronous=True, blend="crossfade", queue_threshold=10)
-
-
-def test_eval_with_simulated_latency(run_script, tiny_checkpoint, tmp_path):
-    # Synchronous ensembling (a query every tick) with 40 ms: 2 held ticks for each played one.
-    out = tmp_path / "sync"
-    proc = run_script("eval", f"ckpt_path={tiny_checkpoint}", "num_episodes=1", "num_videos=0", "episode_len=30",
-                      "latency_ms=40", "logger.wandb=false", f"out_dir={out}")
-    metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["latency_ticks"] == 2 and metrics["latency_ms"] == 40
-    assert metrics["ticks_without_fresh_action"]["share"] == pytest.approx(20 / 30)
-    assert metrics["latency_ms_per_query"]["queries"] == 10
-    assert metrics["mean_action_jerk"] > 0 and metrics["chunk_switch_jump"]["switches"] == 10
-    assert "67% of ticks held" in proc.stdout
-    # Asynchronous crossfade: only the first query's wait is held.
-    out = tmp_path / "async"
-    run_script("eval", f"ckpt_path={tiny_checkpoint}", "num_episodes=1", "num_videos=0", "episode_len=30",
-               "latency_ms=40", "execution.asynchronous=true", "execution.blend=crossfade", "logger.wandb=false",
-               f"out_dir={out}")
-    metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["ticks_without_fresh_action"]["share"] == pytest.approx(2 / 30)
-    assert "crossfade" in metrics["execution"] and "asynchronous" in metrics["execution"]
-    # measured: the batch-1 latency on this machine, recorded with the run.
-    out = tmp_path / "measured"
-    run_script("eval", f"ckpt_path={tiny_checkpoint}", "num_episodes=1", "num_videos=0", "episode_len=10",
-               "latency_ms=measured", "logger.wandb=false", f"out_dir={out}")
-    metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["latency_measured"] is True and metrics["latency_ms"] > 0
-    assert metrics["latency_ticks"] == latency_ticks(metrics["latency_ms"])
-
-
-@pytest.mark.parametrize("override, message", [
-    ("latency_ms=-5", "latency_ms must be a number >= 0"), ("latency_ms=soon", "latency_ms must be a number"),
-    ("execution.blend=average", "execution.blend='average' is unknown"),
-    ("execution.queue_threshold=10", "queue_threshold must be in"),
-    ("execution.asynchronous=maybe", "asynchronous must be true or false"),
-])
-def test_eval_latency_errors(run_script, tiny_checkpoint, tmp_path, override, message):
-    proc = run_script("eval", f"ckpt_path={tiny_checkpoint}", override, "logger.wandb=false",
-                      f"out_dir={tmp_path}", check=False)
-    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("error: ") and message in proc.stderr

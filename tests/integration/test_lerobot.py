@@ -32,7 +32,7 @@ from act.data.lerobot.video import FrameDecoder, psnr  # noqa: E402
 from act.data.schema import read_episode_info, read_low_dim, write_episode  # noqa: E402
 from act.data.stats import compute_stats  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SIZE = (48, 64)
 
 

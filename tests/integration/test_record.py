@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from act.data.episodes import EpisodeIndex
-from act.data.inspect import export_episode, format_summary, summary, validate
+from act.data.inspect import validate
 from act.data.record import RecordSettings, record, record_with_bar
 from act.data.schema import list_episode_files, write_episode
 
@@ -101,20 +101,3 @@ def test_gives_up_after_max_attempts(tmp_path):
         record(settings(tmp_path, 2, max_attempts=1))
 
 
-def test_record_script_with_workers_then_inspect(run_script, tmp_path):
-    out = tmp_path / "demos"
-    proc = run_script("record_demos", "task=insertion", "num_episodes=2", "cameras=[top,angle]",
-                      "image_size=[24,32]", "render_quality=fast", "workers=2", "compression=lzf", f"out_dir={out}")
-    assert "2 recorded = 2 episodes" in proc.stdout
-    assert validate(out) == []
-    rows, totals = summary(out)
-    assert totals["task"] == "insertion" and totals["episodes"] == 2 and totals["success_rate"] == 1.0
-    assert "episode_1.hdf5" in format_summary(rows, totals)
-    with h5py.File(out / "episode_0.hdf5", "r") as root:
-        assert root["observations/images/angle"].compression == "lzf"
-    video, plot = export_episode(out, 1, tmp_path / "inspect")
-    assert video.stat().st_size > 0 and plot.read_bytes()[:4] == b"\x89PNG"
-    # The CLI reports a bad file by name and exits non-zero.
-    (out / "episode_1.hdf5").write_bytes(b"garbage")
-    proc = run_script("inspect_dataset", "validate", str(out), check=False)
-    assert proc.returncode == 1 and "episode_1.hdf5" in proc.stdout

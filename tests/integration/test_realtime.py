@@ -5,7 +5,6 @@ test runs the real loop on the MuJoCo sim for a few ticks."""
 
 from __future__ import annotations
 
-import json
 
 import dm_env
 import numpy as np
@@ -121,18 +120,3 @@ def test_aloha_adapter_checks_cameras_and_commands():
         robot.command(np.full(14, np.nan), 1)
 
 
-def test_run_realtime_script(run_script, tiny_checkpoint, tmp_path):
-    out = tmp_path / "rt"
-    proc = run_script("run_realtime", f"ckpt_path={tiny_checkpoint}", "num_episodes=1", "episode_len=12",
-                      f"out_dir={out}")
-    metrics = json.loads((out / "metrics.json").read_text())
-    for key in ("missed_ticks", "tick_jitter_ms", "queries_per_s", "success_rate", "held_share"):
-        assert key in metrics
-    assert metrics["ticks"] + metrics["missed_ticks"] == 12 and "missed ticks" in proc.stdout
-    for overrides, message in [(["robot=arm"], "robot='arm' is unknown"),
-                               (["robot=aloha"], "needs aloha.driver"),
-                               (["execution.asynchronous=perhaps"], "asynchronous must be true or false"),
-                               (["ckpt_path=none.onnx"], "none.onnx does not exist")]:
-        args = [f"ckpt_path={tiny_checkpoint}", *overrides] if not overrides[0].startswith("ckpt_path") else overrides
-        proc = run_script("run_realtime", *args, f"out_dir={out}", check=False)
-        assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("error: ") and message in proc.stderr

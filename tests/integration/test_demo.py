@@ -1,4 +1,5 @@
-"""scripts/demo.py (`make demo`): record -> train -> evaluate -> plot, resumable stage by stage."""
+"""The pipeline behind scripts/demo.py (`make demo`): record -> train -> evaluate -> plot, resumable stage by
+stage (run in this process; tests/e2e/test_scripts.py runs the script)."""
 
 from __future__ import annotations
 
@@ -13,26 +14,25 @@ from omegaconf import OmegaConf
 
 import act.pipeline.demo as demo_pipeline
 from act.training.run import ConfigError, train
-from helpers import CONFIGS, ROOT, assert_same_weights, make_cfg, tiny_overrides
+from helpers import CONFIGS, ROOT, assert_same_weights, demo_overrides, make_cfg
 
 
-def demo_overrides(tmp_path, *extra):
-    """The quickstart pipeline shrunk to seconds: 2 demos, a 32-wide ACT, 2 short evaluation episodes."""
+def run_demo(monkeypatch, capsys, *overrides) -> str:
+    """What ``scripts/demo.py <overrides>`` does, in this process; returns what it printed. The
+    pipeline reads the command line's overrides from Hydra (an explicit trainer.max_steps wins)."""
+    monkeypatch.setattr(demo_pipeline, "explicit_overrides", lambda: list(overrides))
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        demo_pipeline.run(compose("demo", overrides=list(overrides)))
+    return capsys.readouterr().out
+
+
+def test_demo_runs_every_stage_then_resumes_without_repeating(monkeypatch, capsys, tmp_path):
     out = tmp_path / "demo"
-    train_overrides = [o for o in tiny_overrides(tmp_path / "data", out / "train") if not o.startswith("out_dir=")]
-    return [*train_overrides, f"demo.dir={out}", "demo.num_demos=2", "demo.record_workers=0",
-            "+demo.eval.num_episodes=2", "demo.eval.workers=0", "+demo.eval.episode_len=40", "demo.eval.num_videos=1",
-            "execution.precision=32-true", "trainer.val_check_interval=2",
-            "policy.lr_warmup_steps=1", "policy.image_crop=null", *extra]
-
-
-def test_demo_runs_every_stage_then_resumes_without_repeating(run_script, tmp_path):
-    out = tmp_path / "demo"
-    first = run_script("demo", *demo_overrides(tmp_path, "trainer.max_steps=4"))
-    assert "0 kept + 2 recorded" in first.stdout and "[2/4] training: 4 steps" in first.stdout
+    first = run_demo(monkeypatch, capsys, *demo_overrides(tmp_path, "trainer.max_steps=4"))
+    assert "0 kept + 2 recorded" in first and "[2/4] training: 4 steps" in first
     # Before training, the plan: each stage timed on this machine.
-    assert "plan, timed on this machine" in first.stdout and "4 steps x" in first.stdout
-    assert "2 episodes: 10 batched queries" in first.stdout  # side by side, 40 steps, a query every 4
+    assert "plan, timed on this machine" in first and "4 steps x" in first
+    assert "2 episodes: 10 batched queries" in first  # side by side, 40 steps, a query every 4
     summary = json.loads((out / "summary.json").read_text())
     assert summary["train_steps"] == 4 and summary["num_episodes"] == 2 and 0.0 <= summary["success_rate"] <= 1.0
     assert set(summary["planned_s"]) == {"train", "eval"} and all(v > 0 for v in summary["planned_s"].values())
@@ -43,16 +43,16 @@ def test_demo_runs_every_stage_then_resumes_without_repeating(run_script, tmp_pa
     assert len(summary["videos"]) == 1 and (out / "eval" / "metrics.json").is_file()
     metrics = json.loads((out / "eval" / "metrics.json").read_text())
     assert metrics["seeds"] == [100000, 100001] and metrics["ckpt_step"] == 4
-    assert f"transfer_cube: success {summary['successes']}/2 = " in first.stdout and "[95% CI" in first.stdout
-    assert "plot:" in first.stdout and str(out / "curves.png") in first.stdout
+    assert f"transfer_cube: success {summary['successes']}/2 = " in first and "[95% CI" in first
+    assert "plot:" in first and str(out / "curves.png") in first
 
     # More steps: demos kept, training resumed from step 4, evaluation redone for the new checkpoint.
-    second = run_script("demo", *demo_overrides(tmp_path, "trainer.max_steps=6"))
-    assert "2 kept + 0 recorded" in second.stdout and "resuming from step 4" in second.stdout
+    second = run_demo(monkeypatch, capsys, *demo_overrides(tmp_path, "trainer.max_steps=6"))
+    assert "2 kept + 0 recorded" in second and "resuming from step 4" in second
     assert json.loads((out / "eval" / "metrics.json").read_text())["ckpt_step"] == 6
     # The same command again: nothing is repeated.
-    third = run_script("demo", *demo_overrides(tmp_path, "trainer.max_steps=6"))
-    assert "already at step 6 of 6" in third.stdout and "evaluation: already done" in third.stdout
+    third = run_demo(monkeypatch, capsys, *demo_overrides(tmp_path, "trainer.max_steps=6"))
+    assert "already at step 6 of 6" in third and "evaluation: already done" in third
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -61,8 +61,8 @@ def test_demo_runs_every_stage_then_resumes_without_repeating(run_script, tmp_pa
     (["demo.checkpoint=first"], "demo.checkpoint='first' is unknown; valid: last, best"),
 ])
 def test_demo_rejects_unworkable_settings(tmp_path, extra, message):
-    # In-process (the subprocess path to `error: ...` and exit 2 is the next test's): act/pipeline/demo.py's
-    # run() on the composed config refuses before recording or training anything.
+    # act/pipeline/demo.py's run() on the composed config refuses before recording or training anything (the
+    # script prints these as `error: ...` and exits 2: tests/e2e/test_scripts.py).
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("demo", overrides=demo_overrides(tmp_path, *extra))
         with pytest.raises((ConfigError, ValueError)) as info:
@@ -71,14 +71,7 @@ def test_demo_rejects_unworkable_settings(tmp_path, extra, message):
     assert not (tmp_path / "data").exists() and not (tmp_path / "demo" / "train" / "checkpoints").exists()
 
 
-def test_demo_needs_an_experiment_with_a_demo_block(run_script, tmp_path):
-    proc = run_script("demo", "experiment=smoke", check=False)
-    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("error: ")
-    assert "has no `demo:` block; use an experiment that defines one" in proc.stderr
-
-
-def test_interrupted_training_saves_a_checkpoint_that_resumes_exactly(demos, tmp_path):
-    train(make_cfg(demos, tmp_path / "straight", "trainer.max_steps=6"))
+def test_interrupted_training_saves_a_checkpoint_that_resumes_exactly(demos, six_step_run, tmp_path):
     handler = signal.getsignal(signal.SIGINT)
     try:
         with pytest.raises(SystemExit):  # Lightning turns Ctrl-C into a checkpoint hook + exit(1)
@@ -89,8 +82,7 @@ def test_interrupted_training_saves_a_checkpoint_that_resumes_exactly(demos, tmp
     saved = tmp_path / "cut" / "checkpoints" / "interrupted.ckpt"
     assert torch.load(saved, weights_only=True)["global_step"] == 3
     train(make_cfg(demos, tmp_path / "resumed", "trainer.max_steps=6", f"ckpt_path={saved}"))
-    assert_same_weights(tmp_path / "straight" / "checkpoints" / "last.ckpt",
-                        tmp_path / "resumed" / "checkpoints" / "last.ckpt")
+    assert_same_weights(six_step_run / "checkpoints" / "last.ckpt", tmp_path / "resumed" / "checkpoints" / "last.ckpt")
     # A run that ends normally leaves no stale interrupted.ckpt behind.
     assert not (tmp_path / "resumed" / "checkpoints" / "interrupted.ckpt").exists()
 

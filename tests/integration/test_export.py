@@ -139,29 +139,3 @@ def test_bad_artifacts_are_refused(tmp_path):
         ACTPolicy.load(tmp_path / "policy.bin")
 
 
-def test_export_script_and_its_errors(run_script, tiny_checkpoint, tmp_path):
-    out = tmp_path / "exported.onnx"
-    proc = run_script("export", f"ckpt_path={tiny_checkpoint}", "format=onnx", f"out={out}")
-    assert out.is_file() and "max |action difference| against eager fp32" in proc.stdout
-    diff = float(proc.stdout.split("eager fp32 on a random observation: ")[1].split()[0])
-    assert diff <= 1e-4
-    assert not (tmp_path / "export.log").exists()  # nothing but the artifact is written
-    for overrides, message in [(["format=tflite"], "format='tflite' is unknown"),
-                               (["ckpt_path=missing.ckpt"], "checkpoint missing.ckpt does not exist"),
-                               ([f"out={tmp_path / 'x.pt'}"], "must end in .onnx")]:
-        args = [f"ckpt_path={tiny_checkpoint}", "format=onnx", *overrides]
-        proc = run_script("export", *args, check=False)
-        assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("error: ")
-        assert message in proc.stderr
-
-
-def test_bench_export_times_every_runtime(run_script, tiny_checkpoint, tmp_path):
-    proc = run_script("bench_export", f"ckpt_path={tiny_checkpoint}", "queries=3", "warmup=1",
-                      f"out_dir={tmp_path / 'bench'}")
-    metrics = json.loads((tmp_path / "bench" / "metrics.json").read_text())
-    assert {"eager_fp32", "torchscript", "onnxruntime"} <= set(metrics["results"])
-    for name, result in metrics["results"].items():
-        assert result["median_ms"] > 0
-        if name != "eager_bf16":  # on CPUs with native bf16 it is timed too, and differs as bf16 does
-            assert result["max_abs_diff_vs_eager_fp32"] <= 1e-4
-    assert "onnxruntime" in proc.stdout

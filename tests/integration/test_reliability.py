@@ -24,12 +24,7 @@ from act.data.record import RecordSettings, record
 from act.eval.harness import build_spec
 from act.training.module import read_checkpoint
 from act.training.run import ConfigError, train
-from helpers import CONFIGS, ROOT, NaNQposAt, checkpoint_is_finite, make_cfg, tiny_overrides
-
-
-def eval_cfg(*overrides: str):
-    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        return compose("eval", overrides=["logger.wandb=false", "num_episodes=1", *overrides])
+from helpers import CONFIGS, ROOT, NaNQposAt, checkpoint_is_finite, eval_cfg, make_cfg, tiny_overrides
 
 
 @pytest.fixture
