@@ -228,7 +228,7 @@ def test_train_script_reports_divergence_as_one_error_line(run_script, demos, tm
 def test_demo_reports_divergence_as_one_error_line(demos, tmp_path, capsys):
     from act.pipeline.demo import run
     from common.cli import run_main
-    from test_demo import demo_overrides
+    from helpers import demo_overrides
 
     data = tmp_path / "data"
     shutil.copytree(demos, data)  # two of its three demos are used: nothing is recorded

@@ -8,8 +8,7 @@ import pytest
 
 import act.pipeline.seeds as seeds_script
 from common.cli import run_main
-from helpers import ROOT
-from test_demo import demo_overrides
+from helpers import ROOT, demo_overrides
 
 
 def test_arguments_split_at_the_double_dash(tmp_path):
