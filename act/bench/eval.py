@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import hydra
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from tqdm import tqdm
 
 from act.eval.rollout import run_episode
+from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
 from common.io import write_json
 from envs import make_env
@@ -60,10 +62,10 @@ def bench_eval(cfg: DictConfig) -> dict:
                          _convert_="all")
     env = make_env(cfg.task, "joint", cameras=[cfg.camera], image_size=size, render_quality="fast",
                    episode_len=cfg.policy_steps)
-    execution = OmegaConf.to_container(cfg.execution)
+    execution = ExecutionConfig.from_cfg(cfg.execution)
     for name, options in tqdm({"act_temporal_ensembling": {},
                                "act_chunked": dict(temporal_ensemble_coeff=None)}.items(), desc="policy", unit="run"):
-        policy = ACTPolicy(module, **{**execution, **options})
+        policy = ACTPolicy(module, **asdict(replace(execution, **options)))
         results[name] = steps_per_second(env, policy, cfg.seed)
     metrics = {"task": cfg.task, "image_size": list(size), "camera": cfg.camera, "precision": policy.precision,
                "results": results, "machine": {"cpus": os.cpu_count()}}

@@ -7,6 +7,7 @@ import functools
 import logging
 import math
 import time
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -17,9 +18,9 @@ from omegaconf import DictConfig, OmegaConf
 from act.eval.backends import BACKENDS
 from act.eval.expert import ScriptedReplayPolicy
 from act.eval.rollout import TICK_MS, EvalSpec, evaluate
+from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
 from act.runtime.precision import resolve_precision
-from act.runtime.plan import BLENDS
 from act.runtime.predictors import artifact_format
 from common.checks import check_setting
 from common.errors import InputError, MissingFileError
@@ -65,12 +66,13 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
         if not path.is_file():
             raise MissingFileError(f"checkpoint {path} does not exist")
         check_latency(cfg.latency_ms)
-        options = execution_options(cfg.execution)  # checked before the network is loaded
-        requested = options.pop("precision") if artifact_format(path) == "checkpoint" else "32-true"
+        settings = ExecutionConfig.from_cfg(cfg.execution)  # checked before the network is loaded
+        requested = settings.precision if artifact_format(path) == "checkpoint" else "32-true"
         choice = resolve_precision(requested, cfg.device)  # once, here; the workers get the result (exports: fp32)
         print(f"evaluation precision: {choice.precision} ({choice.requested}: {choice.reason})")
-        options.update(device=cfg.device, precision=choice.precision)
-        probe = ACTPolicy.load(path, **options)  # "<path> is not a readable checkpoint" otherwise; checks the options
+        settings = replace(settings, precision=choice.precision)
+        # "<path> is not a readable checkpoint" otherwise; checks the settings against the chunk size
+        probe = ACTPolicy.load(path, cfg.device, **asdict(settings))
         trained_on = probe.task
         if chosen_task and trained_on and chosen_task != trained_on and not cfg.get("allow_task_mismatch", False):
             raise InputError(f"task={chosen_task} but {path} was trained on {trained_on}: drop task= to evaluate it "
@@ -82,16 +84,16 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
             print(f"measured latency: {measured:.1f} ms per batch-1 query ({probe.precision}, "
                   f"{torch.get_num_threads()} threads)")
             latency = {"latency_ms": measured, "latency_measured": True}
-        options["latency_ticks"] = latency_ticks(latency["latency_ms"])
-        probe.latency_ticks = options["latency_ticks"]  # for its description; the workers build their own
+        settings = replace(settings, latency_ticks=latency_ticks(latency["latency_ms"]))
+        probe.latency_ticks = settings.latency_ticks  # for its description; the workers build their own
         task = chosen_task or probe.task
         check_setting("task", task, TASKS)
-        make_policy = functools.partial(ACTPolicy.load, str(path), **options)
+        make_policy = functools.partial(ACTPolicy.load, str(path), cfg.device, **asdict(settings))
         cameras, image_size = tuple(probe.camera_names), tuple(probe.image_size)
         quality = cfg.render_quality or probe.render_quality or "paper"
         described = {"policy": str(path), "format": probe.predictor.format, "trained_on": trained_on,
                      "chunk_size": probe.chunk_size, "cameras": list(cameras), "image_size": list(image_size),
-                     "execution": probe.execution, **options, **latency}
+                     "execution": probe.execution, **asdict(settings), "device": cfg.device, **latency}
     seeds = tuple(int(cfg.seed) + i for i in range(int(cfg.num_episodes)))
     spec = EvalSpec(make_policy=make_policy, task=task, cameras=cameras, image_size=image_size,
                     render_quality=quality, backend=cfg.env.backend, episode_len=cfg.episode_len, seeds=seeds,
@@ -101,21 +103,6 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
     described.update(task=task, backend=cfg.env.backend, render_quality=quality, seeds=[seeds[0], seeds[-1]],
                      batch_envs=spec.batch_envs)
     return spec, described
-
-
-def execution_options(execution: DictConfig) -> dict:
-    """``ACTPolicy``'s keyword arguments from an ``execution`` config (configs/execution/), checked
-    where a config can be wrong in ways the policy would report less clearly."""
-    options = OmegaConf.to_container(execution) if OmegaConf.is_config(execution) else dict(execution)
-    blend = options.get("blend")
-    if blend is not None:
-        check_setting("execution.blend", blend, BLENDS,
-                      " (or null: ensemble with execution.temporal_ensemble_coeff, else replace)")
-    if blend == "ensemble" and options.get("temporal_ensemble_coeff") is None:
-        raise InputError("execution.blend=ensemble needs execution.temporal_ensemble_coeff=<m> (e.g. 0.01)")
-    if not isinstance(options.get("asynchronous", False), bool):
-        raise InputError(f"execution.asynchronous must be true or false, got {options['asynchronous']!r}")
-    return options
 
 
 def check_latency(latency) -> None:

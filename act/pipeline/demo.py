@@ -26,6 +26,7 @@ from act.pipeline.budget import estimate_evaluation, estimate_training, minutes,
 from act.data.record import RecordSettings, describe, record_with_bar
 from act.eval.harness import build_spec, evaluate_and_save, summary_line
 from act.pipeline.plot import plot_run
+from act.runtime.execution import ExecutionConfig
 from act.runtime.precision import device_type_of, resolve_precision
 from act.training.run import ConfigError, build_probe_module, train
 from common.checks import check_setting
@@ -157,9 +158,8 @@ def plan_stages(cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig, done: i
     module = build_probe_module(cfg)
     train_precision = resolve_precision(str(cfg.trainer.precision), "cpu").precision
     step_s = time_training_step(module, int(cfg.data.batch_size), train_precision)
-    execution = eval_cfg.execution
-    chunked = execution.temporal_ensemble_coeff is None
-    query_every = int(execution.n_action_steps or (cfg.policy.model.chunk_size if chunked else 1))
+    execution = ExecutionConfig.from_cfg(eval_cfg.execution)
+    query_every = execution.schedule(int(cfg.policy.model.chunk_size)).n_action_steps
     episode_len = int(eval_cfg.episode_len or EPISODE_LEN)
     env = make_env(cfg.task.name, "joint", cameras=list(cfg.task.cameras), image_size=tuple(cfg.task.image_size),
                    render_quality=cfg.task.render_quality, episode_len=episode_len)

@@ -6,6 +6,7 @@ built and checked, the episodes run through the safety stage, each recorded if a
 from __future__ import annotations
 
 import importlib
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from act.data.schema import episode_path, list_episode_files, read_episode_info
-from act.eval.harness import execution_options
+from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
 from act.runtime.predictors import artifact_format
 from act.runtime.realtime import Inference, run_episode, summarize_realtime
@@ -56,7 +57,7 @@ def build(cfg: DictConfig):
         if int(cfg.threads) < 1:
             raise InputError(f"threads must be a positive integer or null, got {cfg.threads}")
         torch.set_num_threads(int(cfg.threads))
-    policy = ACTPolicy.load(cfg.ckpt_path, **execution_options(cfg.execution))
+    policy = ACTPolicy.load(cfg.ckpt_path, **asdict(ExecutionConfig.from_cfg(cfg.execution)))
     if cfg.robot == "sim":
         from act.eval.backends import make_eval_env
 

@@ -24,7 +24,8 @@ import torch
 
 from act.runtime.plan import ActionPlan
 from act.runtime.predictors import EagerPredictor, artifact_format, load_predictor
-from act.runtime.scheduler import ChunkScheduler, execution_settings
+from act.runtime.execution import ExecutionConfig
+from act.runtime.scheduler import ChunkScheduler
 from common.errors import InputError, MissingFileError
 
 
@@ -96,12 +97,19 @@ class ACTPolicy:
         queue_threshold: query when this many planned actions are left (default: every n ticks).
         asynchronous: keep playing the plan while a query is in flight (else wait, holding).
         latency_ticks: d, the ticks a query takes to deliver (0: immediately, as in the paper).
+
+    The execution arguments are the fields of ``act.runtime.execution.ExecutionConfig`` (kept as
+    ``settings``), which checks them: a config's policy is ``ACTPolicy(network, **asdict(settings))``.
     """
 
     def __init__(self, network, n_action_steps: int | None = None, temporal_ensemble_coeff: float | None = None,
                  device: str | torch.device = "cpu", precision: str = "auto", *, blend: str | None = None,
                  crossfade_steps: int | None = None, queue_threshold: int | None = None,
                  asynchronous: bool = False, latency_ticks: int = 0):
+        self.settings = ExecutionConfig(temporal_ensemble_coeff=temporal_ensemble_coeff, n_action_steps=n_action_steps,
+                                        blend=blend, asynchronous=asynchronous, queue_threshold=queue_threshold,
+                                        crossfade_steps=crossfade_steps, precision=precision,
+                                        latency_ticks=latency_ticks)  # checked before the network is touched
         self.device = torch.device(device)
         self.predictor = _as_predictor(network, self.device, precision)
         meta = self.predictor.meta
@@ -111,20 +119,11 @@ class ACTPolicy:
         self.state_dim = int(meta["state_dim"])
         self.precision = self.predictor.precision
         self.precision_choice = getattr(self.predictor, "precision_choice", None)
-        if temporal_ensemble_coeff is not None and not float(temporal_ensemble_coeff) >= 0:
-            raise InputError(f"temporal_ensemble_coeff must be >= 0, got {temporal_ensemble_coeff}")
-        self.temporal_ensemble_coeff = None if temporal_ensemble_coeff is None else float(temporal_ensemble_coeff)
-        self.settings = execution_settings(self.chunk_size, n_action_steps, self.temporal_ensemble_coeff, blend,
-                                           queue_threshold)
-        self.n_action_steps = self.settings["n_action_steps"]
-        self.blend = self.settings["blend"]
-        if isinstance(latency_ticks, bool) or int(latency_ticks) != latency_ticks or latency_ticks < 0:
-            raise InputError(f"latency_ticks must be a non-negative integer, got {latency_ticks!r}")
-        self.latency_ticks = int(latency_ticks)
-        self.asynchronous = bool(asynchronous)
-        self.crossfade_steps = crossfade_steps
-        ChunkScheduler(self.chunk_size, self.blend, self.settings["horizon"], self.settings["threshold"],
-                       not self.asynchronous, self.settings["coeff"], crossfade_steps)  # checks the settings
+        self.schedule = self.settings.schedule(self.chunk_size)  # n_action_steps and queue_threshold checked against k
+        self.temporal_ensemble_coeff = self.settings.temporal_ensemble_coeff
+        self.n_action_steps, self.blend = self.schedule.n_action_steps, self.schedule.blend
+        self.latency_ticks = self.settings.latency_ticks
+        self.asynchronous = self.settings.asynchronous
         self.queries = 0
         self.reset()
 
@@ -135,7 +134,7 @@ class ACTPolicy:
         if not path.is_file():
             raise MissingFileError(f"checkpoint {path} does not exist")
         precision = kwargs.pop("precision", "auto")
-        return cls(load_predictor(path, device, precision), device=device, **kwargs)
+        return cls(load_predictor(path, device, precision), device=device, precision=precision, **kwargs)
 
     @classmethod
     def load(cls, path: str | Path, device: str | torch.device = "cpu", **kwargs) -> "ACTPolicy":
@@ -144,7 +143,7 @@ class ACTPolicy:
         if not Path(path).is_file():
             raise MissingFileError(f"policy file {path} does not exist")
         precision = kwargs.pop("precision", "auto")
-        return cls(load_predictor(path, device, precision), device=device, **kwargs)
+        return cls(load_predictor(path, device, precision), device=device, precision=precision, **kwargs)
 
     @property
     def task(self) -> str | None:
@@ -162,18 +161,16 @@ class ACTPolicy:
             every = f", a query every {self.n_action_steps} steps" if self.n_action_steps > 1 else ""
             mode = f"temporal ensembling, m={self.temporal_ensemble_coeff:g}{every}"
         elif self.blend == "crossfade":
-            mode = f"crossfade, queue threshold {self.settings['threshold']}"
+            mode = f"crossfade, queue threshold {self.schedule.threshold}"
         else:
             mode = f"chunked, n_action_steps={self.n_action_steps}"
         if self.asynchronous and self.blend != "crossfade":
-            mode += f", queue threshold {self.settings['threshold']}"
+            mode += f", queue threshold {self.schedule.threshold}"
         return mode if (not self.asynchronous and not self.latency_ticks) else f"{mode} ({timing}{latency})"
 
     def new_scheduler(self) -> ChunkScheduler:
         """A scheduler with this policy's execution settings (one per episode)."""
-        s = self.settings
-        return ChunkScheduler(self.chunk_size, s["blend"], s["horizon"], s["threshold"], not self.asynchronous,
-                              s["coeff"], self.crossfade_steps)
+        return self.settings.scheduler(self.chunk_size)
 
     def reset(self, num_envs: int = 1) -> None:
         """Forget the previous episodes (call before each); ``num_envs`` episodes run side by side."""

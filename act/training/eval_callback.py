@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import asdict
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -11,6 +12,7 @@ import torch
 
 from act.eval.backends import make_eval_env
 from act.eval.rollout import run_episode
+from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
 from common.errors import InputError
 from common.metrics import summarize
@@ -48,7 +50,7 @@ class EvalCallback(L.Callback):
         if every_n_steps <= 0 or num_episodes <= 0:
             raise InputError("every_n_steps and num_episodes must be positive")
         self.every_n_steps, self.num_episodes, self.seed = every_n_steps, num_episodes, seed
-        self.execution = dict(execution or {})
+        self.execution = ExecutionConfig.from_cfg(execution)  # a wrong setting fails before training starts
         self.video, self.video_size, self.render_quality = video, tuple(video_size), render_quality
         self.save_best, self.dirpath = save_best, dirpath
         self.best_success: float | None = None
@@ -65,7 +67,7 @@ class EvalCallback(L.Callback):
         if self._env is None:
             quality = self.render_quality or module.net.render_quality or "paper"
             self._env = make_eval_env("native", task, module.camera_names, module.image_size, quality)
-        policy = ACTPolicy(module, device=module.device, **self.execution)
+        policy = ACTPolicy(module, device=module.device, **asdict(self.execution))
         video_dir = Path(trainer.default_root_dir) / "eval_videos"
         results = []
         for i in range(self.num_episodes):

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from act.runtime.plan import ActionPlan
-from act.runtime.scheduler import ChunkScheduler, execution_settings
+from act.runtime.execution import ExecutionConfig
+from act.runtime.scheduler import ChunkScheduler
 
 
 def drive(scheduler: ChunkScheduler, chunk_for, ticks: int, delay=0):
@@ -40,8 +41,7 @@ def ramp_chunk(k, dim=2):
 @pytest.mark.parametrize("n", [1, 3, 6])
 def test_sync_chunking_is_the_zero_delay_case(n):
     k = 6
-    settings = execution_settings(k, n, None)
-    s = ChunkScheduler(k, settings["blend"], settings["horizon"], settings["threshold"], blocking=True)
+    s = ExecutionConfig(n_action_steps=n).scheduler(k)
     rng = np.random.default_rng(0)
     chunks = {}
     out, queries = drive(s, lambda t: chunks.setdefault(t, rng.normal(size=(k, 2))), 20)
@@ -54,9 +54,7 @@ def test_sync_chunking_is_the_zero_delay_case(n):
 @pytest.mark.parametrize("n, coeff", [(1, 0.01), (1, np.log(2)), (2, 0.3), (5, 0.0)])
 def test_sync_ensembling_is_the_zero_delay_case(n, coeff):
     k, steps = 5, 24
-    settings = execution_settings(k, n, coeff)
-    s = ChunkScheduler(k, settings["blend"], settings["horizon"], settings["threshold"], blocking=True,
-                       coeff=settings["coeff"])
+    s = ExecutionConfig(temporal_ensemble_coeff=coeff, n_action_steps=n).scheduler(k)
     rng = np.random.default_rng(1)
     chunks = {}
     out, queries = drive(s, lambda t: chunks.setdefault(t, rng.normal(size=(k, 3))), steps)
@@ -106,9 +104,7 @@ def test_sync_waits_holding_and_plays_the_chunk_from_its_start(d):
     # its first action, as if the query had been instant; a query every tick (ensembling, n = 1)
     # gives d held ticks per played action.
     k = 5
-    settings = execution_settings(k, 1, 0.01)
-    s = ChunkScheduler(k, settings["blend"], settings["horizon"], settings["threshold"], blocking=True,
-                       coeff=settings["coeff"])
+    s = ExecutionConfig(temporal_ensemble_coeff=0.01, n_action_steps=1).scheduler(k)
     out, queries = drive(s, lambda t: np.full((k, 1), float(t)), 30, delay=d)
     fresh = [t for t, (a, _) in enumerate(out) if a is not None]
     assert fresh == list(range(d, 30, d + 1))
@@ -192,12 +188,3 @@ def test_scheduler_protocol_errors():
         s.issue()
     with pytest.raises(ValueError, match="shape"):
         s.deliver(np.zeros((3, 1)))
-
-
-@pytest.mark.parametrize("args, message", [
-    ((10, 11, None), "n_action_steps"), ((10, None, None, "ensemble"), "needs a temporal_ensemble_coeff"),
-    ((10, None, 0.01, "mix"), "unknown blend"), ((10, 4, None, None, 4), "queue_threshold"),
-])
-def test_bad_execution_settings(args, message):
-    with pytest.raises(ValueError, match=message):
-        execution_settings(*args)
