@@ -17,7 +17,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from act.eval.backends import BACKENDS
 from act.eval.expert import ScriptedReplayPolicy
-from act.eval.rollout import TICK_MS, EvalSpec, evaluate
+from act.eval import rollout
+from act.eval.rollout import TICK_MS, EvalSpec
 from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
 from act.runtime.precision import resolve_precision
@@ -143,13 +144,13 @@ def check_backend(backend: str, cameras, image_size) -> None:
 
 
 def evaluate_with_bar(spec: EvalSpec) -> dict:
-    """``evaluate`` with a progress bar of episodes and the running success count."""
+    """``act.eval.rollout.evaluate`` with a progress bar of episodes and the running success count."""
     with EpisodeBar(len(spec.seeds), f"eval {spec.task}") as bar:
 
         def progress(result, results):
             bar.show(len(results), success=f"{sum(r.success for r in results)}/{len(results)}")
 
-        return evaluate(spec, progress)
+        return rollout.evaluate(spec, progress)  # not this module's evaluate(cfg), which calls this
 
 
 def evaluate_and_save(cfg: DictConfig, spec: EvalSpec, described: dict) -> tuple[dict, Path]:
