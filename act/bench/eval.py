@@ -14,13 +14,13 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import hydra
-from hydra.utils import instantiate
 from omegaconf import DictConfig
 from tqdm import tqdm
 
 from act.eval.rollout import run_episode
 from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
+from act.training.run import policy_module
 from common.io import write_json
 from envs import make_env
 
@@ -58,8 +58,7 @@ def bench_eval(cfg: DictConfig) -> dict:
     for name, kwargs in tqdm(runs.items(), desc="harness", unit="run"):
         results[name] = steps_per_second(make_env(cfg.task, "joint", **kwargs), HoldPolicy(), cfg.seed)
 
-    module = instantiate(cfg.policy, deployment={"camera_names": [cfg.camera], "image_size": list(size)},
-                         _convert_="all")
+    module = policy_module(cfg.policy, {"camera_names": [cfg.camera], "image_size": list(size)})
     env = make_env(cfg.task, "joint", cameras=[cfg.camera], image_size=size, render_quality="fast",
                    episode_len=cfg.policy_steps)
     execution = ExecutionConfig.from_cfg(cfg.execution)

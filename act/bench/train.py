@@ -21,20 +21,18 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from act.runtime.precision import probe_bf16, resolve_precision, slowdown_text
 from act.pipeline.timing import query_fn, random_batch, time_calls, training_step_fn
+from act.training.run import policy_module
 from common.io import write_json
 
 
-def build_module(cfg: DictConfig):
-    from hydra.utils import instantiate
-
+def bench_module(cfg: DictConfig):
+    """The policy of ``cfg`` with random weights, for ``num_cameras`` cameras of ``image_size``."""
     cameras = [f"cam{i}" for i in range(cfg.num_cameras)]
-    module = instantiate(cfg.policy, deployment={"camera_names": cameras, "image_size": list(cfg.image_size)},
-                         _convert_="all")
-    return module
+    return policy_module(cfg.policy, {"camera_names": cameras, "image_size": list(cfg.image_size)})
 
 
 def bench_training(cfg: DictConfig, precision: str) -> dict:
-    module = build_module(cfg)
+    module = bench_module(cfg)
     batch = random_batch(cfg.batch_size, cfg.num_cameras, cfg.image_size, cfg.policy.model.chunk_size, seed=cfg.seed)
     step = training_step_fn(module, batch, precision)
     counter = FlopCounterMode(display=False)
@@ -49,7 +47,7 @@ def bench_training(cfg: DictConfig, precision: str) -> dict:
 
 
 def bench_inference(cfg: DictConfig, precision: str) -> dict:
-    times = time_calls(query_fn(build_module(cfg), 1, precision, cfg.seed), cfg.inference_queries, warmup=2)
+    times = time_calls(query_fn(bench_module(cfg), 1, precision, cfg.seed), cfg.inference_queries, warmup=2)
     return {"ms_per_query": 1000 * float(np.median(times)), "p95_ms": 1000 * float(np.percentile(times, 95))}
 
 

@@ -92,13 +92,9 @@ def build_module(cfg: DictConfig, dm: ACTDataModule) -> L.LightningModule:
         raise ConfigError(f"the data has state/action dims {index.state_dim}/{index.action_dim}, the policy "
                           f"expects {cfg.policy.model.state_dim}/{cfg.policy.model.action_dim}")
     stats = {k: v.tolist() for k, v in dm.stats.items()}
-    try:
-        deployment = {"camera_names": list(index.cameras), "image_size": list(index.image_shape[:2]),
-                      "stats": stats, "task": cfg.task.name, "render_quality": index.attrs.get("render_quality")}
-        module = instantiate(cfg.policy, deployment=deployment, _convert_="all")
-    except InstantiationException as err:  # surface the policy's own message (e.g. ACTConfig's)
-        cause = err.__cause__ if isinstance(err.__cause__, ValueError) else err
-        raise ConfigError(f"policy config: {cause}") from err
+    deployment = {"camera_names": list(index.cameras), "image_size": list(index.image_shape[:2]),
+                  "stats": stats, "task": cfg.task.name, "render_quality": index.attrs.get("render_quality")}
+    module = policy_module(cfg.policy, deployment)
     # Set after instantiation: Hydra would otherwise build every `_target_` inside the config.
     module.hparams["train_config"] = OmegaConf.to_container(cfg, resolve=True)
     return module
@@ -107,8 +103,19 @@ def build_module(cfg: DictConfig, dm: ACTDataModule) -> L.LightningModule:
 def build_probe_module(cfg: DictConfig) -> L.LightningModule:
     """An untrained module shaped as ``cfg`` says (task cameras and image size, no dataset): for
     timing steps and queries before the data exists."""
-    deployment = {"camera_names": list(cfg.task.cameras), "image_size": list(cfg.task.image_size)}
-    return instantiate(cfg.policy, deployment=deployment, _convert_="all")
+    return policy_module(cfg.policy, {"camera_names": list(cfg.task.cameras), "image_size": list(cfg.task.image_size)})
+
+
+def policy_module(policy_cfg: DictConfig, deployment: dict) -> L.LightningModule:
+    """The ``ACTLitModule`` of a ``policy`` config (configs/policy/) for ``deployment``: its
+    ``camera_names`` and ``image_size``, and for a trained network ``stats``, ``task`` and
+    ``render_quality``. The one place a policy config becomes a module (training, the demo's plan,
+    the benchmarks)."""
+    try:
+        return instantiate(policy_cfg, deployment=deployment, _convert_="all")
+    except InstantiationException as err:  # surface the policy's own message (e.g. ACTConfig's)
+        cause = err.__cause__ if isinstance(err.__cause__, ValueError) else err
+        raise ConfigError(f"policy config: {cause}") from err
 
 
 def build_trainer(cfg: DictConfig) -> L.Trainer:
