@@ -21,6 +21,7 @@ from act.data.datamodule import ACTDataModule
 from act.data.schema import EpisodeFormatError
 from act.model.checkpoint import CheckpointError, read_checkpoint, upgrade_hparams
 from act.runtime.precision import resolve_precision
+from act.training.resume import resume_checkpoint
 from common.errors import InputError
 from common.io import unwritable_reason
 from common.lock import folder_lock
@@ -143,16 +144,13 @@ def checkpoint_folders(trainer: L.Trainer) -> list[Path]:
 
 
 def resume_path(cfg: DictConfig, trainer: L.Trainer) -> Path | None:
-    """``ckpt_path``, or else the newest ``last.ckpt``/``interrupted.ckpt`` already in the run folder
-    (Lightning would resume from it silently; here it is said)."""
+    """``ckpt_path``, or else the checkpoint already in the run folder at the highest step
+    (``act.training.resume``; Lightning would resume from it silently; here it is said)."""
     if cfg.ckpt_path is not None:
         return Path(cfg.ckpt_path)
-    found = [folder / name for folder in checkpoint_folders(trainer) for name in ("last.ckpt", "interrupted.ckpt")]
-    found = [path for path in found if path.is_file()]
-    if not found:
-        return None
-    path = max(found, key=lambda p: p.stat().st_mtime)
-    say(f"resuming from {path}, found in the run folder (give a new out_dir to start afresh)")
+    path, step = resume_checkpoint(checkpoint_folders(trainer))
+    if path is not None:
+        say(f"resuming from {path} (step {step}), found in the run folder (give a new out_dir to start afresh)")
     return path
 
 
