@@ -66,7 +66,7 @@ class EvalCallback(L.Callback):
         task = module.net.task
         if self._env is None:
             quality = self.render_quality or module.net.render_quality or "paper"
-            self._env = make_eval_env("native", task, module.camera_names, module.image_size, quality)
+            self._env = make_eval_env("native", task, module.net.camera_names, module.net.image_size, quality)
         policy = ACTPolicy(module, device=module.device, **asdict(self.execution))
         video_dir = Path(trainer.default_root_dir) / "eval_videos"
         results = []

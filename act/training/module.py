@@ -16,20 +16,15 @@ import numpy as np
 import torch
 
 from act.model import ACTConfig
-from act.model.checkpoint import deployment_values, read_checkpoint, upgrade_hparams, upgrade_state_dict
+from act.model.checkpoint import deployment_values, read_checkpoint
 from act.model.loss import act_loss
-from act.model.normalized import STAT_KEYS, NormalizedACT
+from act.model.normalized import NormalizedACT
 from act.training.augment import augment
 from act.training.ema import EMA
 from common.checks import check_choice
 from common.errors import InputError
 
 LR_SCHEDULES = ("constant", "cosine")
-
-
-def _upgrade_on_load(module, state_dict: dict, prefix: str, *args) -> None:
-    """Load-state-dict pre-hook: old checkpoints' keys renamed to the current layout."""
-    upgrade_state_dict(state_dict, prefix)
 
 
 def lr_factor_fn(schedule: str, warmup_steps: int, total_steps: int, min_ratio: float) -> Callable[[int], float]:
@@ -120,52 +115,22 @@ class ACTLitModule(L.LightningModule):
         self.augment_shift, self.augment_color = int(augment_shift), float(augment_color)
         # The weight average the policy is deployed with (created after the network's weights are final).
         self.ema = None if ema_decay is None else EMA(self.net, ema_decay)
-        # Checkpoints written before the network carried its statistics name its weights model.* and
-        # the statistics qpos_mean, ...: renamed on load (by Lightning's loader and on resume alike).
-        self.register_load_state_dict_pre_hook(_upgrade_on_load)
         self._pending_rng_state = None
 
     @classmethod
     def load_from_checkpoint(cls, checkpoint_path: str | Path, map_location: str | torch.device | None = None,
                              **overrides) -> "ACTLitModule":
-        """The module of a checkpoint of any layout (hyper-parameters and weights upgraded to the
-        current one; see ``act.model.checkpoint``), read without running code from the file."""
+        """The module of a checkpoint (see ``act.model.checkpoint``), read without running code from the file."""
         checkpoint = read_checkpoint(checkpoint_path)
-        module = cls(**{**upgrade_hparams(checkpoint["hyper_parameters"]), **overrides})
+        module = cls(**{**checkpoint["hyper_parameters"], **overrides})
         module.load_state_dict(checkpoint["state_dict"])
         return module if map_location is None else module.to(map_location)
 
-    # -- the policy's view ------------------------------------------------------------------
-    @property
-    def model(self):
-        """The bare ``ACT`` network (normalised inputs and outputs)."""
-        return self.net.model
-
+    # -- the policy's view (everything else of the network: self.net) -----------------------
     @property
     def policy_net(self) -> NormalizedACT:
         """The network a policy runs: the weight average when one is kept, else the trained weights."""
         return self.net if self.ema is None else self.ema.net
-
-    @property
-    def camera_names(self) -> list[str]:
-        return self.net.camera_names
-
-    @property
-    def image_size(self) -> tuple[int, int]:
-        return self.net.image_size
-
-    @property
-    def image_crop(self) -> tuple[int, int, int, int] | None:
-        return self.net.image_crop
-
-    def __getattr__(self, name: str):
-        if name in STAT_KEYS:  # module.action_mean etc.: the network's statistics
-            return getattr(self.net, name)
-        return super().__getattr__(name)
-
-    def normalize_images(self, images: torch.Tensor) -> torch.Tensor:
-        """(B, C, 3, H, W) uint8 -> (B, C, 3, h, w) float (see ``NormalizedACT.normalize_images``)."""
-        return self.net.normalize_images(images)
 
     def forward(self, qpos: torch.Tensor, images: torch.Tensor, actions=None, is_pad=None) -> dict:
         """Raw qpos (B, D), uint8 images (B, C, 3, H, W), raw actions (B, k, A) -> network outputs
@@ -221,8 +186,8 @@ class ACTLitModule(L.LightningModule):
         """The optimiser over two groups: the backbone at ``lr_backbone``, the rest at its own lr."""
         if self.optimizer_factory is None:
             raise InputError("ACTLitModule needs an optimizer (a partial, e.g. torch.optim.AdamW) to train")
-        backbone = [p for n, p in self.model.named_parameters() if n.startswith("backbone.") and p.requires_grad]
-        rest = [p for n, p in self.model.named_parameters() if not n.startswith("backbone.") and p.requires_grad]
+        backbone = [p for n, p in self.net.model.named_parameters() if n.startswith("backbone.") and p.requires_grad]
+        rest = [p for n, p in self.net.model.named_parameters() if not n.startswith("backbone.") and p.requires_grad]
         return self.optimizer_factory([{"params": rest}, {"params": backbone, "lr": self.lr_backbone}])
 
     def configure_optimizers(self):

@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from act.training.callbacks import ResumableCSVLogger, SafeCheckpointIO
 from act.data.datamodule import ACTDataModule
 from act.data.schema import EpisodeFormatError
-from act.model.checkpoint import CheckpointError, read_checkpoint, upgrade_hparams
+from act.model.checkpoint import CheckpointError, read_checkpoint
 from act.runtime.precision import resolve_precision
 from act.training.resume import resume_checkpoint
 from common.errors import InputError
@@ -164,11 +164,12 @@ def check_resume(path: Path, checkpoint: dict, module: L.LightningModule, restar
     def plain(value):
         return [plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
-    saved, now = upgrade_hparams(checkpoint["hyper_parameters"]), module.hparams
+    saved, now = checkpoint["hyper_parameters"], module.hparams
+    deployment = saved["deployment"] or {}
     pairs = [(f"policy.model.{key}", saved["model"][key], value)
              for key, value in dict(now["model"]).items() if key in saved.get("model", {}) and key not in INIT_ONLY]
-    pairs += [(name, saved["deployment"].get(key), now["deployment"].get(key))
-              for key, name in RESUME_SETTINGS.items() if key in saved["deployment"]]
+    pairs += [(name, deployment.get(key), now["deployment"].get(key))
+              for key, name in RESUME_SETTINGS.items() if key in deployment]
     if "image_crop" in saved:
         pairs.append(("policy.image_crop", saved["image_crop"], now.get("image_crop")))
     differ = [(name, old, new) for name, old, new in pairs if plain(old) != plain(new)]

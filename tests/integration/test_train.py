@@ -68,7 +68,7 @@ def test_checkpoint_alone_rebuilds_the_policy(tiny_checkpoint):
     ckpt = tiny_checkpoint  # a 3-step run of the tiny config
     policy = ACTLitModule.load_from_checkpoint(ckpt, map_location="cpu").eval()
     again = ACTLitModule.load_from_checkpoint(ckpt, map_location="cpu").eval()
-    assert policy.camera_names == ["top"] and policy.image_size == (IMAGE, IMAGE)
+    assert policy.net.camera_names == ["top"] and policy.net.image_size == (IMAGE, IMAGE)
     assert policy.hparams.deployment["task"] == "transfer_cube"
     assert policy.hparams.train_config["policy"]["model"]["chunk_size"] == 10
     stats = policy.hparams.deployment["stats"]
@@ -79,7 +79,7 @@ def test_checkpoint_alone_rebuilds_the_policy(tiny_checkpoint):
     assert a.shape == (2, 10, 14)
     torch.testing.assert_close(a, b)
     # Raw-unit predictions: de-normalised with the dataset's action statistics.
-    torch.testing.assert_close(policy.action_mean, torch.tensor(stats["action_mean"], dtype=torch.float32))
+    torch.testing.assert_close(policy.net.action_mean, torch.tensor(stats["action_mean"], dtype=torch.float32))
 
 
 @pytest.mark.parametrize("extra, error, message", [
@@ -164,12 +164,12 @@ def test_image_crop_is_what_the_network_sees_in_training_and_deployment(demos, t
     out = tmp_path / "run"
     train(make_cfg(demos, out, "trainer.max_steps=2", "policy.image_crop=[4,8,24,16]"))
     loaded = ACTLitModule.load_from_checkpoint(out / "checkpoints" / "last.ckpt")
-    assert loaded.image_crop == (4, 8, 24, 16) and loaded.image_size == (IMAGE, IMAGE)
+    assert loaded.net.image_crop == (4, 8, 24, 16) and loaded.net.image_size == (IMAGE, IMAGE)
     torch.manual_seed(0)
     module = ACTLitModule({"chunk_size": 4, "hidden_dim": 32, "ff_dim": 32, "heads": 2}, deployment={"image_size": (IMAGE, IMAGE)},
                           image_crop=(4, 8, 24, 16)).eval()
     images = torch.randint(0, 256, (2, 1, 3, IMAGE, IMAGE), dtype=torch.uint8)
-    assert module.normalize_images(images).shape == (2, 1, 3, 24, 16)
+    assert module.net.normalize_images(images).shape == (2, 1, 3, 24, 16)
     # Pixels outside the window cannot change the output; pixels inside do.
     qpos = torch.zeros(2, 14)
     outside, inside = images.clone(), images.clone()

@@ -13,7 +13,7 @@ from act.training.resume import checkpoint_step, resume_checkpoint
 
 def save(path, step: int, mtime: float):
     """A checkpoint of ``step`` (as read_checkpoint accepts it) whose file time is ``mtime``."""
-    torch.save({"global_step": step, "state_dict": {}, "hyper_parameters": {}}, path)
+    torch.save({"global_step": step, "state_dict": {}, "hyper_parameters": {"deployment": None}}, path)
     os.utime(path, (mtime, mtime))
     return path
 
