@@ -14,16 +14,19 @@ import io
 import json
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from omegaconf import DictConfig
 
 from act.model.checkpoint import load_network
 from act.runtime.predictors import META_FILE, EagerPredictor, load_predictor
 from common.checks import check_choice, check_setting
 from common.errors import InputError, MissingFileError
 from common.io import atomic_path, unwritable_reason
+
+if TYPE_CHECKING:  # only a type here: a robot computer needs no Hydra or OmegaConf
+    from omegaconf import DictConfig
 
 EXPORT_FORMATS = ("onnx", "torchscript")
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".pt"}
