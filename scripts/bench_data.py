@@ -16,7 +16,7 @@ from act.bench.data import bench_data
 from common.cli import run_main
 
 
-@hydra.main(config_path="../configs", config_name="bench_data", version_base="1.3")
+@hydra.main(config_path="../configs", config_name="bench/data", version_base="1.3")
 def main(cfg: DictConfig) -> dict:
     return run_main(bench_data, cfg)
 

@@ -16,7 +16,7 @@ from act.bench.env import bench_env
 from common.cli import run_main
 
 
-@hydra.main(config_path="../configs", config_name="bench_env", version_base="1.3")
+@hydra.main(config_path="../configs", config_name="bench/env", version_base="1.3")
 def main(cfg: DictConfig) -> dict:
     return run_main(bench_env, cfg)
 

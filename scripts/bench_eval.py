@@ -17,7 +17,7 @@ from act.bench.eval import bench_eval
 from common.cli import run_main
 
 
-@hydra.main(config_path="../configs", config_name="bench_eval", version_base="1.3")
+@hydra.main(config_path="../configs", config_name="bench/eval", version_base="1.3")
 def main(cfg: DictConfig) -> dict:
     return run_main(bench_eval, cfg)
 

@@ -18,7 +18,7 @@ from act.bench.export import bench_export
 from common.cli import run_main
 
 
-@hydra.main(config_path="../configs", config_name="bench_export", version_base="1.3")
+@hydra.main(config_path="../configs", config_name="bench/export", version_base="1.3")
 def main(cfg: DictConfig) -> dict:
     return run_main(bench_export, cfg)
 

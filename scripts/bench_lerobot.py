@@ -18,7 +18,7 @@ from act.bench.lerobot import bench_lerobot
 from common.cli import run_main
 
 
-@hydra.main(config_path="../configs", config_name="bench_lerobot", version_base="1.3")
+@hydra.main(config_path="../configs", config_name="bench/lerobot", version_base="1.3")
 def main(cfg: DictConfig) -> dict:
     return run_main(bench_lerobot, cfg)
 

@@ -18,7 +18,7 @@ from act.bench.train import bench_train
 from common.cli import run_main
 
 
-@hydra.main(config_path="../configs", config_name="bench_train", version_base="1.3")
+@hydra.main(config_path="../configs", config_name="bench/train", version_base="1.3")
 def main(cfg: DictConfig) -> dict:
     return run_main(bench_train, cfg)
 

@@ -55,7 +55,7 @@ def loader_throughput(folder: Path, cfg: DictConfig) -> float:
 
 
 def bench_data(cfg: DictConfig) -> dict:
-    """``scripts/bench_data.py``: the benchmark of configs/bench_data.yaml; prints and returns its results."""
+    """``scripts/bench_data.py``: the benchmark of configs/bench/data.yaml; prints and returns its results."""
     out = Path(cfg.out_dir)
     settings = RecordSettings(task=cfg.task.name, num_episodes=int(cfg.episodes), out_dir=out / "none",
                               cameras=(cfg.camera,), image_size=tuple(cfg.image_size),

@@ -38,7 +38,7 @@ def time_joint_steps(task: str, targets: np.ndarray, object_poses: np.ndarray, s
 
 
 def bench_env(cfg: DictConfig) -> dict:
-    """``scripts/bench_env.py``: the benchmark of configs/bench_env.yaml; prints and returns its results."""
+    """``scripts/bench_env.py``: the benchmark of configs/bench/env.yaml; prints and returns its results."""
     task = cfg.task.name
     recorder = DemonstrationRecorder(task, cameras=())
     targets, object_poses, _ = recorder.expert_joint_trajectory(int(cfg.seed))

@@ -47,7 +47,7 @@ def steps_per_second(env, policy, seed: int) -> dict:
 
 
 def bench_eval(cfg: DictConfig) -> dict:
-    """``scripts/bench_eval.py``: the benchmark of configs/bench_eval.yaml; prints and returns its results."""
+    """``scripts/bench_eval.py``: the benchmark of configs/bench/eval.yaml; prints and returns its results."""
     size = tuple(cfg.image_size)
     results = {}
     runs = {"harness_only": dict(cameras=(), episode_len=cfg.steps),

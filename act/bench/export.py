@@ -39,7 +39,7 @@ def time_queries(predictor, inputs: list[tuple[np.ndarray, np.ndarray]], warmup:
 
 
 def bench_export(cfg: DictConfig) -> dict:
-    """``scripts/bench_export.py``: the benchmark of configs/bench_export.yaml; prints and returns its results."""
+    """``scripts/bench_export.py``: the benchmark of configs/bench/export.yaml; prints and returns its results."""
     if cfg.ckpt_path is None:
         raise InputError("give ckpt_path=<checkpoint written by scripts/train.py>")
     if not Path(cfg.ckpt_path).is_file():

@@ -50,7 +50,7 @@ def samples_per_cpu_s(folder: Path, cfg: DictConfig, samples: int = 400) -> floa
 
 
 def bench_lerobot(cfg: DictConfig) -> dict:
-    """``scripts/bench_lerobot.py``: the benchmark of configs/bench_lerobot.yaml; prints and returns its results."""
+    """``scripts/bench_lerobot.py``: the benchmark of configs/bench/lerobot.yaml; prints and returns its results."""
     src, out = Path(hydra.utils.to_absolute_path(cfg.src)), Path(hydra.utils.to_absolute_path(cfg.out))
     source = EpisodeIndex(src, format="act_hdf5")
     metrics = {"src": str(src), "episodes": len(source), "frames": int(source.lengths.sum()),

@@ -52,7 +52,7 @@ def bench_inference(cfg: DictConfig, precision: str) -> dict:
 
 
 def bench_train(cfg: DictConfig) -> dict:
-    """``scripts/bench_train.py``: the benchmark of configs/bench_train.yaml; prints and returns its results."""
+    """``scripts/bench_train.py``: the benchmark of configs/bench/train.yaml; prints and returns its results."""
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
     torch.manual_seed(cfg.seed)
