@@ -47,11 +47,17 @@ def record_command(cfg: DictConfig, out_dir: str | None = None) -> str:
             f"cameras=[{cams}] image_size=[{size[0]},{size[1]}] render_quality={cfg.task.render_quality}")
 
 
-def build_datamodule(cfg: DictConfig) -> ACTDataModule:
-    """The data module, set up and checked against the task and policy settings."""
+def check_dataset_folder(cfg: DictConfig) -> Path:
+    """``data.dataset_dir``, which must exist; else the command that records it."""
     folder = Path(cfg.data.dataset_dir)
     if not folder.is_dir():
-        raise ConfigError(f"dataset folder {folder} does not exist; create it with:\n  {record_command(cfg)}")
+        raise ConfigError(f"dataset folder {folder} does not exist; create it with: {record_command(cfg)}")
+    return folder
+
+
+def build_datamodule(cfg: DictConfig) -> ACTDataModule:
+    """The data module, set up and checked against the task and policy settings."""
+    folder = check_dataset_folder(cfg)
     try:
         dm: ACTDataModule = instantiate(cfg.data)
     except InstantiationException as err:  # the data module's own message (e.g. batch_size)
