@@ -25,6 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from common.errors import RunError
+
 LOCK_NAME = ".lock"
 # flock is refused where the filesystem does not offer it: the work goes on, unguarded.
 UNSUPPORTED = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL)
@@ -35,7 +37,7 @@ log = logging.getLogger(__name__)
 _held: dict[Path, int] = {}
 
 
-class FolderInUseError(RuntimeError):
+class FolderInUseError(RunError):
     """Another live process is writing into the folder."""
 
 

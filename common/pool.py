@@ -14,13 +14,14 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
+from common.errors import InputError
 from common.io import exit_with_parent
 
 
 def threads_per_worker(workers: int) -> int:
     """This machine's cores shared out among ``workers`` processes (at least one each)."""
     if workers < 1:
-        raise ValueError(f"workers must be >= 1 to share out cores, got {workers}")
+        raise InputError(f"workers must be >= 1 to share out cores, got {workers}")
     return max(1, (os.cpu_count() or 1) // workers)
 
 

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from tqdm import tqdm
 
+from common.errors import InputError
+
 
 class EpisodeBar:
     """A tqdm bar of ``total`` episodes (unit ``ep``) labelled ``desc``; closed when its ``with`` block ends."""
 
     def __init__(self, total: int, desc: str):
         if total < 0:
-            raise ValueError(f"an episode bar needs total >= 0 episodes, got {total}")
+            raise InputError(f"an episode bar needs total >= 0 episodes, got {total}")
         self.bar = tqdm(total=total, desc=desc, unit="ep")
 
     def show(self, done: int, **postfix) -> None:

@@ -7,6 +7,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
+from common.errors import InputError
 from common.io import atomic_path
 
 
@@ -14,7 +15,7 @@ def tile(images: Mapping[str, np.ndarray]) -> np.ndarray:
     """Put same-height (H, W, 3) uint8 camera images side by side -> (H, sum W, 3)."""
     frames = list(images.values())
     if not frames:
-        raise ValueError("no camera images to tile")
+        raise InputError("no camera images to tile")
     return np.concatenate(frames, axis=1)
 
 
@@ -55,7 +56,7 @@ def write_mp4(path: str | Path, frames: Iterable[np.ndarray], fps: int) -> Path:
         finally:
             writer.close()
         if count == 0:
-            raise ValueError(f"no frames to write to {path}")
+            raise InputError(f"no frames to write to {path}")
     return path
 
 
@@ -69,7 +70,7 @@ def filmstrip(video: str | Path, out_png: str | Path, frames: int = 8, columns: 
     finally:
         reader.close()
     if not images:
-        raise ValueError(f"{video} has no frames")
+        raise InputError(f"{video} has no frames")
     picks = [images[round(i * (len(images) - 1) / max(1, frames - 1))] for i in range(frames)]
     blank = np.zeros_like(picks[0])
     rows = [picks[i:i + columns] for i in range(0, len(picks), columns)]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from common.checks import check_choice
+from common.errors import InputError
 from envs.constants import INIT_MOCAP_QUAT
 
 # Mocap orientation with both grippers level and facing the middle of the table (the welds
@@ -82,7 +83,7 @@ class ScriptedExpert:
 
     def __init__(self, noise: float = 0.0, seed: int | None = None):
         if noise < 0:
-            raise ValueError(f"expert noise must be >= 0, got {noise}")
+            raise InputError(f"expert noise must be >= 0, got {noise}")
         self.noise = float(noise)
         self._rng = np.random.RandomState(seed)
         self.left: list[Waypoint] = []

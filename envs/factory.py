@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from common.checks import check_choice
+from common.errors import InputError
 from envs.constants import CAMERAS, EPISODE_LEN, MODES, RENDER_QUALITIES, TASKS
 from envs.insertion import InsertionTask
 from envs.scene import load_physics
@@ -24,7 +25,7 @@ def validate_cameras(cameras: Sequence[str] | str | None) -> tuple[str, ...]:
     for cam in cameras:
         check_choice("camera", cam, CAMERAS)
     if len(set(cameras)) != len(cameras):
-        raise ValueError(f"cameras listed twice in {list(cameras)}")
+        raise InputError(f"cameras listed twice in {list(cameras)}")
     return cameras
 
 
@@ -33,9 +34,9 @@ def validate_image_size(image_size: Sequence[int]) -> tuple[int, int]:
     try:
         height, width = (int(v) for v in image_size)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"image_size must be [height, width], got {image_size!r}") from err
+        raise InputError(f"image_size must be [height, width], got {image_size!r}") from err
     if height <= 0 or width <= 0 or [height, width] != [float(v) for v in image_size]:
-        raise ValueError(f"image_size must be two positive integers [height, width], got {list(image_size)}")
+        raise InputError(f"image_size must be two positive integers [height, width], got {list(image_size)}")
     return height, width
 
 
@@ -59,7 +60,7 @@ def make_env(task: str, mode: str = "joint", cameras: Sequence[str] | None = ("t
     cameras = validate_cameras(cameras)
     image_size = validate_image_size(image_size)
     if int(episode_len) <= 0:
-        raise ValueError(f"episode_len must be positive, got {episode_len}")
+        raise InputError(f"episode_len must be positive, got {episode_len}")
     physics = load_physics(task, mode, render_quality, max_image_size=image_size)
     env_task = TASK_CLASSES[task](mode=mode, cameras=cameras, image_size=image_size, seed=seed)
     return AlohaEnv(physics, env_task, episode_len=int(episode_len))

@@ -11,6 +11,7 @@ from pathlib import Path
 from dm_control import mujoco
 
 from common.checks import check_choice
+from common.errors import RunError
 from envs.constants import RENDER_QUALITIES
 
 # Weld stiffness for the mocap -> gripper_link constraints of the ee scenes (see fix_mocap_welds).
@@ -23,13 +24,13 @@ def assets_dir() -> Path:
     try:
         root = resources.files("gym_aloha")
     except ModuleNotFoundError as err:  # pragma: no cover - install problem
-        raise RuntimeError(
+        raise RunError(
             "The 'gym-aloha' package provides the ALOHA scene assets; install it with "
             "`pip install gym-aloha==0.1.5` (or `make install`)."
         ) from err
     path = Path(str(root)) / "assets"
     if not path.is_dir():  # pragma: no cover - broken install
-        raise RuntimeError(f"gym-aloha is installed but has no assets folder at {path}")
+        raise RunError(f"gym-aloha is installed but has no assets folder at {path}")
     return path
 
 

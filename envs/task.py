@@ -17,6 +17,7 @@ from dm_control.suite import base
 from dm_env import specs
 
 from common.checks import check_choice
+from common.errors import InputError, RunError
 from envs.constants import (
     CAMERAS,
     DT,
@@ -111,9 +112,9 @@ class BimanualTask(base.Task):
         poses = np.asarray(poses, dtype=np.float64)
         expected = (7 * len(self.object_joints),)
         if poses.shape != expected:
-            raise ValueError(f"object_poses for {self.name} must have shape {expected}, got {poses.shape}")
+            raise InputError(f"object_poses for {self.name} must have shape {expected}, got {poses.shape}")
         if not np.all(np.isfinite(poses)):
-            raise ValueError(f"object_poses for {self.name} contain NaN or inf: {poses}")
+            raise InputError(f"object_poses for {self.name} contain NaN or inf: {poses}")
         self._next_object_poses = poses
 
     def initialize_episode(self, physics) -> None:
@@ -144,20 +145,20 @@ class BimanualTask(base.Task):
         try:
             arr = np.asarray(action, dtype=np.float64)
         except (TypeError, ValueError) as err:
-            raise ValueError(f"{self.mode} action for {self.name} must be numeric, got {type(action).__name__}") from err
+            raise InputError(f"{self.mode} action for {self.name} must be numeric, got {type(action).__name__}") from err
         if arr.shape != (self.action_dim,):
             layout = ("[left arm 6, left gripper, right arm 6, right gripper]" if self.mode == "joint"
                       else "per arm [x, y, z, qw, qx, qy, qz, gripper]")
-            raise ValueError(f"{self.mode} action for {self.name} must have shape ({self.action_dim},) "
+            raise InputError(f"{self.mode} action for {self.name} must have shape ({self.action_dim},) "
                              f"{layout}, got shape {arr.shape}")
         bad = np.flatnonzero(~np.isfinite(arr))
         if bad.size:
-            raise ValueError(f"{self.mode} action for {self.name} has non-finite values at indices "
+            raise InputError(f"{self.mode} action for {self.name} has non-finite values at indices "
                              f"{bad.tolist()}: {arr[bad].tolist()}")
         if self.mode == "ee":
             for side, start in (("left", 3), ("right", 11)):
                 if np.linalg.norm(arr[start:start + 4]) < 1e-6:
-                    raise ValueError(f"ee action for {self.name}: {side} quaternion is zero; expected wxyz of norm 1")
+                    raise InputError(f"ee action for {self.name}: {side} quaternion is zero; expected wxyz of norm 1")
         return arr
 
     def before_step(self, action, physics) -> None:
@@ -192,7 +193,7 @@ class BimanualTask(base.Task):
                 cam = Camera(physics, height=height, width=width, camera_id=camera)
             except Exception as err:  # noqa: BLE001 - GL setup fails with many error types
                 backend = os.environ.get("MUJOCO_GL", "(unset)")
-                raise RuntimeError(
+                raise RunError(
                     f"could not render camera {camera!r} with MUJOCO_GL={backend}: {err}. Headless machines "
                     "need EGL (Debian: libegl1 libgl1-mesa-dri) or OSMesa (libosmesa6, then MUJOCO_GL=osmesa); "
                     "see docs/simulation.md, 'Rendering without a display'.") from err
@@ -257,7 +258,7 @@ class AlohaEnv(control.Environment):
         if size is not None:
             vis = self.physics.model.vis.global_
             if not (0 < size[0] <= vis.offheight and 0 < size[1] <= vis.offwidth):
-                raise ValueError(f"render size {tuple(size)} must be positive and within the offscreen buffer "
+                raise InputError(f"render size {tuple(size)} must be positive and within the offscreen buffer "
                                  f"{vis.offheight}x{vis.offwidth}")
         return self.task.render(self.physics, camera, size)
 

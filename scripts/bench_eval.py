@@ -10,71 +10,16 @@
 
 from __future__ import annotations
 
-import os
-import time
-from pathlib import Path
-
 import hydra
-from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
+from omegaconf import DictConfig
 
-from act.eval.rollout import run_episode
-from act.runtime.policy import ACTPolicy
-from common.io import write_json
-from envs import make_env
+from act.bench.eval import bench_eval
+from common.cli import run_main
 
 
-class HoldPolicy:
-    """Commands the current joint state: the cheapest possible policy."""
-
-    queries = 0
-
-    def reset(self):
-        pass
-
-    def select_action(self, observation):
-        return observation["qpos"]
-
-
-def steps_per_second(env, policy, seed: int) -> dict:
-    start = time.perf_counter()
-    result = run_episode(env, policy, seed)
-    elapsed = time.perf_counter() - start
-    policy_s = sum(result.step_ms) / 1000.0
-    return {"steps_per_s": result.steps / elapsed, "ms_per_step": 1000.0 * elapsed / result.steps,
-            "ms_per_step_excluding_policy": 1000.0 * (elapsed - policy_s) / result.steps, "steps": result.steps}
-
-
-@hydra.main(config_path="../configs", config_name="bench_eval", version_base="1.3")
+@hydra.main(config_path="../configs", config_name="bench/eval", version_base="1.3")
 def main(cfg: DictConfig) -> dict:
-    size = tuple(cfg.image_size)
-    results = {}
-    runs = {"harness_only": dict(cameras=(), episode_len=cfg.steps),
-            f"harness_render_{size[0]}x{size[1]}_fast": dict(cameras=[cfg.camera], image_size=size,
-                                                              render_quality="fast", episode_len=cfg.steps),
-            f"harness_render_{size[0]}x{size[1]}_paper": dict(cameras=[cfg.camera], image_size=size,
-                                                               render_quality="paper", episode_len=cfg.steps)}
-    for name, kwargs in tqdm(runs.items(), desc="harness", unit="run"):
-        results[name] = steps_per_second(make_env(cfg.task, "joint", **kwargs), HoldPolicy(), cfg.seed)
-
-    module = instantiate(cfg.policy, deployment={"camera_names": [cfg.camera], "image_size": list(size)},
-                         _convert_="all")
-    env = make_env(cfg.task, "joint", cameras=[cfg.camera], image_size=size, render_quality="fast",
-                   episode_len=cfg.policy_steps)
-    execution = OmegaConf.to_container(cfg.execution)
-    for name, options in tqdm({"act_temporal_ensembling": {},
-                               "act_chunked": dict(temporal_ensemble_coeff=None)}.items(), desc="policy", unit="run"):
-        policy = ACTPolicy(module, **{**execution, **options})
-        results[name] = steps_per_second(env, policy, cfg.seed)
-    metrics = {"task": cfg.task, "image_size": list(size), "camera": cfg.camera, "precision": policy.precision,
-               "results": results, "machine": {"cpus": os.cpu_count()}}
-    path = write_json(Path(cfg.out_dir) / "metrics.json", metrics)
-    for name, r in results.items():
-        print(f"{name:36s} {r['steps_per_s']:8.1f} steps/s  {r['ms_per_step']:7.2f} ms/step  "
-              f"({r['ms_per_step_excluding_policy']:.2f} ms excluding the policy)")
-    print(f"metrics: {path}")
-    return metrics
+    return run_main(bench_eval, cfg)
 
 
 if __name__ == "__main__":

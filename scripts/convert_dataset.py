@@ -11,53 +11,29 @@ directly (``data.dataset_dir=<out>``): converting is for publishing, or for tool
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from common.progress import EpisodeBar
+from common.cli import run_main
+from common.errors import InputError
+
+
+def convert_dataset(cfg: DictConfig):
+    missing = [key for key in ("src", "out") if OmegaConf.is_missing(cfg, key)]
+    if missing:
+        raise InputError(f"give {' and '.join(f'{k}=<folder>' for k in missing)}, e.g. "
+                         "src=datasets/transfer_cube out=datasets/transfer_cube_lerobot to=lerobot")
+    try:  # the optional dependencies, asked for only here
+        from act.data.convert import convert_dataset as convert
+    except ImportError as err:
+        raise InputError(f"converting needs pyarrow and av: pip install -e .[lerobot] ({err})") from None
+    return convert(cfg)
 
 
 @hydra.main(config_path="../configs", config_name="convert_dataset", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    bar: EpisodeBar | None = None
-
-    def progress(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = EpisodeBar(total, f"convert -> {cfg.to}")
-        bar.show(done)
-
-    try:
-        missing = [key for key in ("src", "out") if OmegaConf.is_missing(cfg, key)]
-        if missing:
-            raise ValueError(f"give {' and '.join(f'{k}=<folder>' for k in missing)}, e.g. "
-                             "src=datasets/transfer_cube out=datasets/transfer_cube_lerobot to=lerobot")
-        try:
-            from act.data.convert import ConvertSettings, convert
-        except ImportError as err:
-            raise ValueError(f"converting needs pyarrow and av: pip install -e .[lerobot] ({err})") from None
-        settings = ConvertSettings(src=Path(hydra.utils.to_absolute_path(cfg.src)),
-                                   out=Path(hydra.utils.to_absolute_path(cfg.out)), to=cfg.to, images=cfg.images,
-                                   task=cfg.task, compression=cfg.compression, data_file_mb=int(cfg.data_file_mb),
-                                   video_file_mb=int(cfg.video_file_mb))
-        result = convert(settings, progress)
-    except KeyboardInterrupt:
-        print(f"interrupted; rerun the same command to finish: finished episodes in {cfg.out} are kept",
-              file=sys.stderr)
-        raise SystemExit(130)
-    except (ValueError, RuntimeError) as err:  # bad settings or input: DatasetError, LeRobotFormatError, ...
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
-    finally:
-        if bar is not None:
-            bar.close()
-    for note in result.notes:
-        print(f"warning: {note}", file=sys.stderr)
-    print(f"{result.episodes} episodes in {result.out} ({cfg.to}{', ' + cfg.images if cfg.to == 'lerobot' else ''}): "
-          f"{result.kept} kept from an earlier run + {result.converted} converted in {result.wall_time_s:.1f} s")
+    run_main(convert_dataset, cfg, interrupted=f"interrupted; rerun the same command to finish: finished episodes "
+                                               f"in {cfg.out} are kept")
 
 
 if __name__ == "__main__":

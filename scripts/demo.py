@@ -10,29 +10,17 @@ act/pipeline/demo.py.
 
 from __future__ import annotations
 
-import sys
-
 import hydra
 from omegaconf import DictConfig
 
-from act.training.callbacks import CheckpointSaveError, DivergenceError
-from act.data.episodes import DatasetError
 from act.pipeline.demo import run
-from act.training.run import ConfigError
-from common.lock import FolderInUseError
+from common.cli import run_main
 
 
 @hydra.main(config_path="../configs", config_name="demo", version_base="1.3")
-def main(cfg: DictConfig) -> None:
-    try:
-        run(cfg)
-    except (ConfigError, DatasetError, ValueError, FileNotFoundError, CheckpointSaveError, DivergenceError,
-            FolderInUseError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        print("interrupted: rerun the same command to continue (demos and checkpoints are kept)", file=sys.stderr)
-        sys.exit(130)
+def main(cfg: DictConfig) -> dict:
+    return run_main(run, cfg, interrupted="interrupted: rerun the same command to continue (demos and checkpoints "
+                                          "are kept)")
 
 
 if __name__ == "__main__":

@@ -11,25 +11,16 @@ records, latency) and mp4s of the first episodes into out_dir.
 
 from __future__ import annotations
 
-import sys
-
 import hydra
 from omegaconf import DictConfig
 
-from act.eval.harness import build_spec, evaluate_and_save, summary_line
+from act.eval.harness import evaluate
+from common.cli import run_main
 
 
 @hydra.main(config_path="../configs", config_name="eval", version_base="1.3")
 def main(cfg: DictConfig) -> dict:
-    try:
-        spec, described = build_spec(cfg)
-    except (ValueError, FileNotFoundError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
-    metrics, path = evaluate_and_save(cfg, spec, described)
-    print(summary_line(metrics))
-    print(f"metrics: {path}" + (f" | videos: {', '.join(metrics['videos'])}" if metrics["videos"] else ""))
-    return metrics
+    return run_main(evaluate, cfg)
 
 
 if __name__ == "__main__":

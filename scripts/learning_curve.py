@@ -9,23 +9,16 @@ scores only what is missing. See act/pipeline/curve.py.
 
 from __future__ import annotations
 
-import sys
-
 import hydra
 from omegaconf import DictConfig
 
-from act.data.episodes import DatasetError
 from act.pipeline.curve import run_curve
-from act.training.run import ConfigError
+from common.cli import run_main
 
 
 @hydra.main(config_path="../configs", config_name="learning_curve", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    try:
-        run_curve(cfg)
-    except (ConfigError, DatasetError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+    run_main(run_curve, cfg, interrupted="interrupted: rerun the same command to resume")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Shared fixtures: small images and explicit seeds keep every test fast and repeatable."""
+"""Shared by tests/unit, integration and e2e: small images and explicit seeds keep every test fast and
+repeatable; the tiny dataset and checkpoints are built once per test run, also under pytest-xdist."""
 
 from __future__ import annotations
 
@@ -36,16 +37,38 @@ def run_script(tmp_path):
     return run
 
 
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """The folder ``name`` filled by ``build(folder)`` once per test run. Under pytest-xdist every
+    worker runs session fixtures itself; the workers share one folder instead, the first building
+    it while the others wait on a file lock."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = tmp_path_factory.mktemp(name)
+        build(folder)
+        return folder
+    import fcntl
+    import shutil
+
+    root = tmp_path_factory.getbasetemp().parent  # shared by the workers of this run
+    folder, done = root / name, root / f"{name}.done"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.is_file():
+            shutil.rmtree(folder, ignore_errors=True)  # a worker that failed half-way
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def demos(tmp_path_factory):
-    """Three real recorded transfer-cube demos at 32x32 (about 3 s to record), shared by the session."""
+    """Three real recorded transfer-cube demos at 32x32 (about 3 s to record), shared by the test run."""
     from act.data.record import RecordSettings, record
     from helpers import IMAGE
 
-    folder = tmp_path_factory.mktemp("demos")
-    record(RecordSettings(task="transfer_cube", num_episodes=3, out_dir=folder, cameras=("top",),
-                          image_size=(IMAGE, IMAGE), render_quality="fast", workers=0))
-    return folder
+    return built_once(tmp_path_factory, "demos", lambda folder: record(RecordSettings(
+        task="transfer_cube", num_episodes=3, out_dir=folder, cameras=("top",), image_size=(IMAGE, IMAGE),
+        render_quality="fast", workers=0)))
 
 
 @pytest.fixture(scope="session")
@@ -54,6 +77,27 @@ def tiny_checkpoint(demos, tmp_path_factory):
     from act.training.run import train
     from helpers import make_cfg
 
-    out = tmp_path_factory.mktemp("tiny_run")
-    train(make_cfg(demos, out, "trainer.max_steps=3"))
+    out = built_once(tmp_path_factory, "tiny_run", lambda folder: train(make_cfg(demos, folder, "trainer.max_steps=3")))
     return out / "checkpoints" / "last.ckpt"
+
+
+@pytest.fixture(scope="session")
+def six_step_run(demos, tmp_path_factory):
+    """The run folder of the same tiny ACT trained straight to step 6: what a resumed run must equal."""
+    from act.training.run import train
+    from helpers import make_cfg
+
+    return built_once(tmp_path_factory, "six_step_run",
+                      lambda folder: train(make_cfg(demos, folder, "trainer.max_steps=6")))
+
+
+@pytest.fixture
+def nan_checkpoint(tiny_checkpoint, tmp_path):
+    """The tiny checkpoint with one weight NaN, as a diverged run leaves it."""
+    import torch
+
+    checkpoint = torch.load(tiny_checkpoint, weights_only=True)
+    checkpoint["state_dict"]["net.model.action_head.weight"][0, 0] = float("nan")
+    path = tmp_path / "diverged.ckpt"
+    torch.save(checkpoint, path)
+    return path

@@ -1,4 +1,4 @@
-"""Run by tests/test_train.py: train a tiny ACT with Lightning DDP over 2 CPU processes (gloo),
+"""Run by tests/integration/test_train.py: train a tiny ACT with Lightning DDP over 2 CPU processes (gloo),
 then have every rank save its weights, so the test can check that the ranks agree. It goes through
 ``act.training.run.train``, as scripts/train.py does: rank zero locks the run folder for both ranks (a
 rank 1 that tried too would be refused by rank 0's lock).

@@ -1,4 +1,5 @@
-"""Shared by the training and evaluation tests: a tiny ACT config over a tiny real dataset."""
+"""Shared by every level of tests (unit/, integration/, e2e/): a tiny ACT config over a tiny real dataset,
+tiny networks and batches, callbacks that break a run on purpose, and a fake clock for the control loop."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from pathlib import Path
 import lightning as L
 import torch
 from hydra import compose, initialize_config_dir
+
+from act.eval.harness import build_spec, evaluate_and_save, summary_line
+from act.model import ACT, ACTConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
@@ -27,6 +31,54 @@ def tiny_overrides(dataset_dir, out_dir, *extra) -> list[str]:
 def make_cfg(dataset_dir, out_dir, *extra):
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         return compose("train", overrides=tiny_overrides(dataset_dir, out_dir, *extra))
+
+
+def eval_cfg(*overrides: str):
+    """configs/eval.yaml as ``scripts/eval.py <overrides>`` composes it (one episode, no wandb by default)."""
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        return compose("eval", overrides=["logger.wandb=false", "num_episodes=1", *overrides])
+
+
+def run_eval(*overrides: str) -> tuple[dict, str]:
+    """What ``scripts/eval.py <overrides>`` does, in this process: the metrics it writes and the line it prints."""
+    cfg = eval_cfg(*overrides)
+    metrics, _ = evaluate_and_save(cfg, *build_spec(cfg))
+    return metrics, summary_line(metrics)
+
+
+def demo_overrides(tmp_path, *extra):
+    """The quickstart pipeline shrunk to seconds: 2 demos, a 32-wide ACT, 2 short evaluation episodes."""
+    out = tmp_path / "demo"
+    train_overrides = [o for o in tiny_overrides(tmp_path / "data", out / "train") if not o.startswith("out_dir=")]
+    return [*train_overrides, f"demo.dir={out}", "demo.num_demos=2", "demo.record_workers=0",
+            "+demo.eval.num_episodes=2", "demo.eval.workers=0", "+demo.eval.episode_len=40", "demo.eval.num_videos=1",
+            "execution.precision=32-true", "trainer.val_check_interval=2",
+            "policy.lr_warmup_steps=1", "policy.image_crop=null", *extra]
+
+
+# -- tiny ACT networks and batches (tests/unit/): hidden 32, 2 heads -------------------------------
+IMAGE_HW = (64, 96)  # the network tests' images: a 2x3 layer4 feature map
+TINY = dict(state_dim=4, action_dim=3, chunk_size=5, hidden_dim=32, ff_dim=64, heads=2, enc_layers=2,
+            dec_layers=2, vae_enc_layers=2, latent_dim=4)
+
+
+def tiny_config(**overrides) -> ACTConfig:
+    return ACTConfig(**{**TINY, **overrides})
+
+
+def make_model(seed: int = 0, **overrides) -> ACT:
+    torch.manual_seed(seed)
+    return ACT(tiny_config(**overrides))
+
+
+def make_batch(cfg: ACTConfig, batch: int = 2, hw: tuple[int, int] = IMAGE_HW, seed: int = 1):
+    g = torch.Generator().manual_seed(seed)
+    qpos = torch.randn(batch, cfg.state_dim, generator=g)
+    images = torch.randn(batch, cfg.num_cameras, 3, *hw, generator=g)
+    actions = torch.randn(batch, cfg.chunk_size, cfg.action_dim, generator=g)
+    is_pad = torch.zeros(batch, cfg.chunk_size, dtype=torch.bool)
+    is_pad[0, -2:] = True
+    return qpos, images, actions, is_pad
 
 
 class InterruptAt(L.Callback):

@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import hydra
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from omegaconf import DictConfig
 
 from act.data.episodes import DatasetError, EpisodeIndex, detect_format
 from act.data.lerobot import format as fmt
@@ -34,7 +37,9 @@ from act.data.lerobot import video, writer
 from act.data.schema import EpisodeFormatError, episode_path, list_episode_files, read_episode_info, write_episode
 from common.aloha import FPS
 from common.checks import check_setting
+from common.errors import InputError
 from common.io import write_json
+from common.progress import EpisodeBar
 
 TARGETS = ("lerobot", "act_hdf5")
 IMAGE_MODES = ("video", "image")
@@ -63,10 +68,10 @@ class ConvertSettings:
         check_setting("images", self.images, IMAGE_MODES)
         self.src, self.out = Path(self.src).resolve(), Path(self.out).resolve()
         if self.src == self.out or self.src in self.out.parents:
-            raise ValueError(f"out={self.out} must not be src={self.src} or inside it")
+            raise InputError(f"out={self.out} must not be src={self.src} or inside it")
         for key in ("data_file_mb", "video_file_mb"):
             if int(getattr(self, key)) <= 0:
-                raise ValueError(f"{key} must be a positive number of MB, got {getattr(self, key)}")
+                raise InputError(f"{key} must be a positive number of MB, got {getattr(self, key)}")
 
     def resume_key(self) -> dict:
         """What an unfinished conversion in ``out`` must have been started with to be continued."""
@@ -91,7 +96,7 @@ def check_out(settings: ConvertSettings, marker: Path) -> bool:
     empty or absent; ``ValueError`` for anything else in it."""
     out = settings.out
     if out.exists() and not out.is_dir():
-        raise ValueError(f"out={out} is a file; choose a folder")
+        raise InputError(f"out={out} is a file; choose a folder")
     if not out.exists() or not any(out.iterdir()):
         return False
     if marker.is_file():
@@ -101,10 +106,10 @@ def check_out(settings: ConvertSettings, marker: Path) -> bool:
             started = None
         if started == settings.resume_key():
             return True
-        raise ValueError(f"out={out} holds an unfinished conversion with other settings ({started}); rerun it with "
+        raise InputError(f"out={out} holds an unfinished conversion with other settings ({started}); rerun it with "
                          "those to finish it, or choose another out")
     what = "a dataset" if detect_format(out) == "lerobot" or list_episode_files(out) else "other files"
-    raise ValueError(f"out={out} already holds {what} and is not an unfinished conversion: choose a new or empty "
+    raise InputError(f"out={out} already holds {what} and is not an unfinished conversion: choose a new or empty "
                      "out (nothing was written)")
 
 
@@ -289,4 +294,31 @@ def _to_hdf5(settings: ConvertSettings, progress: Callable[[int, int], None]) ->
                       action=low["action"], images=images, attrs=attrs, compression=settings.compression,
                       sim=bool(attrs.get("sim", "effort" not in low)))
     marker.unlink()
+    return result
+
+
+def convert_dataset(cfg: DictConfig) -> ConvertResult:
+    """``scripts/convert_dataset.py``: convert ``cfg.src`` into ``cfg.out`` with a progress bar, then print
+    the notes and one line on what was converted."""
+    settings = ConvertSettings(src=Path(hydra.utils.to_absolute_path(cfg.src)),
+                               out=Path(hydra.utils.to_absolute_path(cfg.out)), to=cfg.to, images=cfg.images,
+                               task=cfg.task, compression=cfg.compression, data_file_mb=int(cfg.data_file_mb),
+                               video_file_mb=int(cfg.video_file_mb))
+    bar: EpisodeBar | None = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = EpisodeBar(total, f"convert -> {cfg.to}")
+        bar.show(done)
+
+    try:
+        result = convert(settings, progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    for note in result.notes:
+        print(f"warning: {note}", file=sys.stderr)
+    print(f"{result.episodes} episodes in {result.out} ({cfg.to}{', ' + cfg.images if cfg.to == 'lerobot' else ''}): "
+          f"{result.kept} kept from an earlier run + {result.converted} converted in {result.wall_time_s:.1f} s")
     return result

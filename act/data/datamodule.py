@@ -12,6 +12,7 @@ from act.data.dataset import ChunkDataset, StepSampler, split_episodes
 from act.data.episodes import FORMATS, EpisodeIndex
 from act.data.stats import load_or_compute_stats
 from common.checks import check_setting
+from common.errors import InputError
 
 
 class ACTDataModule(L.LightningDataModule):
@@ -43,9 +44,9 @@ class ACTDataModule(L.LightningDataModule):
                  format: str = "auto"):
         super().__init__()
         if batch_size <= 0:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+            raise InputError(f"batch_size must be positive, got {batch_size}")
         if num_workers < 0:
-            raise ValueError(f"num_workers must be >= 0, got {num_workers}")
+            raise InputError(f"num_workers must be >= 0, got {num_workers}")
         check_setting("data.format", format, FORMATS)
         self.dataset_dir = dataset_dir
         self.cameras = None if cameras is None else list(cameras)

@@ -10,6 +10,7 @@ import torch
 from torch.utils.data import Dataset
 
 from act.data.episodes import EpisodeIndex
+from common.errors import InputError
 
 
 class ChunkDataset(Dataset):
@@ -37,11 +38,11 @@ class ChunkDataset(Dataset):
     def __init__(self, index: EpisodeIndex, episode_ids: Sequence[int], chunk_size: int,
                  samples_per_episode: int = 1, cache_images: bool = False, sample_seed: int | None = None):
         if chunk_size <= 0:
-            raise ValueError(f"chunk_size must be positive, got {chunk_size}")
+            raise InputError(f"chunk_size must be positive, got {chunk_size}")
         if samples_per_episode <= 0:
-            raise ValueError(f"samples_per_episode must be positive, got {samples_per_episode}")
+            raise InputError(f"samples_per_episode must be positive, got {samples_per_episode}")
         if len(episode_ids) == 0:
-            raise ValueError("a dataset split needs at least one episode")
+            raise InputError("a dataset split needs at least one episode")
         self.index = index
         self.episode_ids = list(episode_ids)
         self.chunk_size = int(chunk_size)
@@ -139,7 +140,7 @@ def split_episodes(num_episodes: int, val_fraction: float, seed: int) -> tuple[l
     At least one episode goes to each side when there are two or more and ``val_fraction`` > 0.
     """
     if not 0.0 <= val_fraction < 1.0:
-        raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
+        raise InputError(f"val_fraction must be in [0, 1), got {val_fraction}")
     order = np.random.default_rng(seed).permutation(num_episodes).tolist()
     num_val = int(round(num_episodes * val_fraction))
     if val_fraction > 0 and num_episodes >= 2:

@@ -10,12 +10,13 @@ import numpy as np
 
 from act.data.schema import EpisodeInfo, list_episode_files
 from common.checks import check_setting
+from common.errors import InputError
 
 FORMATS = ("auto", "act_hdf5", "lerobot")
 LEROBOT_INFO = Path("meta") / "info.json"  # the file that marks a LeRobot folder (lerobot/format.py)
 
 
-class DatasetError(ValueError):
+class DatasetError(InputError):
     """A dataset folder that cannot be used as a whole (missing, empty, inconsistent)."""
 
 

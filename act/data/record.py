@@ -20,15 +20,19 @@ from pathlib import Path
 from typing import Callable
 
 import h5py
+import hydra
 import numpy as np
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from act.data.schema import (COMPRESSIONS, EpisodeFormatError, episode_path, list_episode_files,
                              read_episode_info, write_episode)
 from common.checks import check_choice
+from common.errors import InputError, RunError
+from common.io import unwritable_reason, write_json
 from common.lock import folder_lock
 from common.pool import worker_pool
 from common.progress import EpisodeBar
-from envs.constants import FPS, TASKS
+from envs.constants import FPS, RENDER_QUALITIES, TASKS
 from envs.demonstration import DemonstrationRecorder
 from envs.factory import validate_cameras, validate_image_size
 
@@ -70,13 +74,13 @@ class RecordSettings:
     def __post_init__(self):
         check_choice("task", self.task, TASKS)
         if self.num_episodes <= 0:
-            raise ValueError(f"num_episodes must be positive, got {self.num_episodes}")
+            raise InputError(f"num_episodes must be positive, got {self.num_episodes}")
         check_choice("compression", self.compression, COMPRESSIONS)
         if self.workers < 0:
-            raise ValueError(f"workers must be >= 0, got {self.workers}")
+            raise InputError(f"workers must be >= 0, got {self.workers}")
         self.cameras = validate_cameras(self.cameras)
         if not self.cameras:
-            raise ValueError("record at least one camera (ACT policies see images)")
+            raise InputError("record at least one camera (ACT policies see images)")
         self.image_size = validate_image_size(self.image_size)
         self.out_dir = Path(self.out_dir)
         if self.max_attempts is None:
@@ -114,15 +118,15 @@ def scan_existing(settings: RecordSettings) -> dict[int, int]:
             continue
         task = info.attrs.get("task")
         if task != settings.task:
-            raise ValueError(f"{folder} already holds episodes of task {task!r} (e.g. {path.name}); "
+            raise InputError(f"{folder} already holds episodes of task {task!r} (e.g. {path.name}); "
                              f"record {settings.task!r} into another out_dir")
         quality = info.attrs.get("render_quality")
         if quality is not None and quality != settings.render_quality:
-            raise ValueError(f"{folder} holds episodes rendered at quality {quality!r} (e.g. {path.name}), not "
+            raise InputError(f"{folder} holds episodes rendered at quality {quality!r} (e.g. {path.name}), not "
                              f"{settings.render_quality!r}; use another out_dir or render_quality={quality}")
         if set(info.cameras) != set(settings.cameras) or info.image_shape[:2] != settings.image_size:
             (h, w), (want_h, want_w) = info.image_shape[:2], settings.image_size
-            raise ValueError(f"{folder} holds episodes with cameras {list(info.cameras)} at {h}x{w}, not "
+            raise InputError(f"{folder} holds episodes with cameras {list(info.cameras)} at {h}x{w}, not "
                              f"{list(settings.cameras)} at {want_h}x{want_w}; record into another out_dir, or add "
                              f"to these with cameras=[{','.join(info.cameras)}] image_size=[{h},{w}]")
         existing[index] = int(info.attrs.get("seed", -1))
@@ -202,8 +206,8 @@ def record(settings: RecordSettings, progress: Callable[[dict, int], None] | Non
                         inflight.append(executor.submit(_record_seed, next(seed_iter)))
                         result.attempts += 1
                     if not inflight:
-                        raise RuntimeError(f"the {settings.task} expert succeeded on only {result.recorded} of "
-                                           f"{result.attempts} seeds; stopped at max_attempts={settings.max_attempts}")
+                        raise RunError(f"the {settings.task} expert succeeded on only {result.recorded} of "
+                                       f"{result.attempts} seeds; stopped at max_attempts={settings.max_attempts}")
                     outcome = inflight.popleft().result()  # in seed order: episode numbers follow seeds
                     if outcome["pending"]:
                         os.replace(outcome["pending"], episode_path(settings.out_dir, missing.pop(0)))
@@ -245,3 +249,52 @@ def describe(settings: RecordSettings, result: RecordResult) -> dict:
             "cameras": list(settings.cameras), "image_size": list(settings.image_size),
             "render_quality": settings.render_quality, "compression": settings.compression,
             "workers": settings.workers, "out_dir": str(settings.out_dir)}
+
+
+def _number(cfg: DictConfig, key: str, kind: type, optional: bool = False):
+    """``cfg[key]`` as an int or float, or an ``InputError`` naming the setting."""
+    value = cfg[key]
+    if optional and value is None:
+        return None
+    try:
+        if isinstance(value, bool) or kind(value) != float(value):
+            raise ValueError
+        return kind(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{key} must be a{'n integer' if kind is int else ' number'}, got {value!r}") from None
+
+
+def _list(cfg: DictConfig, key: str, example: str) -> tuple:
+    """``cfg[key]`` as a tuple, or an ``InputError`` naming the setting and its form."""
+    value = cfg[key]
+    if not isinstance(value, ListConfig):
+        raise InputError(f"{key} must be a list like {key}={example}, got {value!r}")
+    return tuple(OmegaConf.to_container(value))
+
+
+def settings_from_cfg(cfg: DictConfig) -> RecordSettings:
+    """The recording settings of configs/record_demos.yaml, every value checked (``InputError`` naming the
+    setting otherwise)."""
+    return RecordSettings(task=cfg.task.name, num_episodes=_number(cfg, "num_episodes", int),
+                          out_dir=Path(hydra.utils.to_absolute_path(cfg.out_dir)),
+                          cameras=_list(cfg, "cameras", "[top]"), image_size=_list(cfg, "image_size", "[480,640]"),
+                          render_quality=cfg.render_quality, workers=_number(cfg, "workers", int),
+                          compression=cfg.compression, seed=_number(cfg, "seed", int),
+                          noise=_number(cfg, "noise", float), max_attempts=_number(cfg, "max_attempts", int, True))
+
+
+def record_demos(cfg: DictConfig) -> dict:
+    """``scripts/record_demos.py``: check the settings and the folder, record what is missing, write
+    ``recording.json`` into Hydra's run folder and print one line; returns that summary."""
+    settings = settings_from_cfg(cfg)
+    check_choice("render_quality", settings.render_quality, RENDER_QUALITIES)
+    reason = unwritable_reason(settings.out_dir)
+    if reason:
+        raise InputError(f"out_dir {settings.out_dir} is not writable ({reason}); choose another out_dir=<folder>")
+    result = record_with_bar(settings)
+    summary = describe(settings, result)
+    write_json(Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir) / "recording.json", summary)
+    print(f"{settings.task}: {result.kept} kept + {result.recorded} recorded = {settings.num_episodes} episodes in "
+          f"{settings.out_dir} ({result.attempts} seeds tried, {len(result.failures)} failed, "
+          f"{result.wall_time_s:.0f} s)")
+    return summary

@@ -28,6 +28,7 @@ import h5py
 import numpy as np
 
 from common.checks import check_choice
+from common.errors import InputError
 from common.io import atomic_path
 
 QPOS = "observations/qpos"
@@ -43,7 +44,7 @@ COMPRESSIONS = ("none", "gzip", "lzf")
 EPISODE_PATTERN = re.compile(r"^episode_(\d+)\.hdf5$")
 
 
-class EpisodeFormatError(ValueError):
+class EpisodeFormatError(InputError):
     """An episode file that cannot be used; the message starts with the file's path."""
 
     def __init__(self, path: Path | str, problems: str | list[str]):
@@ -233,13 +234,13 @@ def write_episode(path: Path | str, *, qpos: np.ndarray, action: np.ndarray, ima
             arrays[key] = arr
     for key, arr in arrays.items():
         if np.ndim(arr) != 2 or len(arr) != steps:
-            raise ValueError(f"{path.name}: /{key} must be ({steps}, dim), got {np.shape(arr)}")
+            raise InputError(f"{path.name}: /{key} must be ({steps}, dim), got {np.shape(arr)}")
     for key, arr in (extra or {}).items():
         if key in (QPOS, QVEL, EFFORT, ACTION, REWARD) or key.startswith("observations") or len(arr) != steps:
-            raise ValueError(f"{path.name}: extra dataset /{key} must have {steps} steps and a name of its own")
+            raise InputError(f"{path.name}: extra dataset /{key} must have {steps} steps and a name of its own")
     for cam, frames in images.items():
         if frames.ndim != 4 or frames.shape[0] != steps or frames.shape[-1] != 3 or frames.dtype != np.uint8:
-            raise ValueError(f"{path.name}: camera {cam!r} must be ({steps}, H, W, 3) uint8, "
+            raise InputError(f"{path.name}: camera {cam!r} must be ({steps}, H, W, 3) uint8, "
                              f"got {frames.shape} {frames.dtype}")
     options = {} if compression == "none" else {"compression": compression}
     with atomic_path(path) as tmp:

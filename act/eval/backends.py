@@ -13,6 +13,7 @@ import dm_env
 import numpy as np
 
 from common.checks import check_choice
+from common.errors import InputError
 from envs import make_env
 from envs.constants import EPISODE_LEN
 
@@ -32,7 +33,7 @@ class GymAlohaEnv:
 
     def __init__(self, task: str, image_size: Sequence[int] = (480, 640), episode_len: int | None = None):
         if tuple(image_size) != (480, 640):
-            raise ValueError(f"gym-aloha renders 480x640 images; this policy needs {tuple(image_size)}: "
+            raise InputError(f"gym-aloha renders 480x640 images; this policy needs {tuple(image_size)}: "
                              "evaluate it with env.backend=native")
         import gymnasium as gym
         import gym_aloha  # noqa: F401 - registers the environments
@@ -80,7 +81,7 @@ def make_eval_env(backend: str, task: str, cameras: Sequence[str], image_size: S
                         episode_len=int(episode_len or EPISODE_LEN))
     if backend == "gym_aloha":
         if list(cameras) not in ([], ["top"]):
-            raise ValueError(f"the gym_aloha backend renders only the 'top' camera; the policy needs {list(cameras)}")
+            raise InputError(f"the gym_aloha backend renders only the 'top' camera; the policy needs {list(cameras)}")
         return GymAlohaEnv(task, image_size, episode_len)
     check_choice("env backend", backend, BACKENDS)
     raise AssertionError(f"backend {backend!r} is listed but not built")

@@ -7,6 +7,7 @@ import functools
 import logging
 import math
 import time
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -16,12 +17,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from act.eval.backends import BACKENDS
 from act.eval.expert import ScriptedReplayPolicy
-from act.eval.rollout import TICK_MS, EvalSpec, evaluate
+from act.eval import rollout
+from act.eval.rollout import TICK_MS, EvalSpec
+from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
 from act.runtime.precision import resolve_precision
-from act.runtime.plan import BLENDS
 from act.runtime.predictors import artifact_format
 from common.checks import check_setting
+from common.errors import InputError, MissingFileError
 from common.io import write_json
 from common.progress import EpisodeBar
 from envs.constants import CAMERAS, TASKS
@@ -33,13 +36,13 @@ log = logging.getLogger(__name__)
 def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
     """The evaluation spec and a description of the policy, with every input checked."""
     if cfg.num_episodes <= 0:
-        raise ValueError(f"num_episodes must be positive, got {cfg.num_episodes}")
+        raise InputError(f"num_episodes must be positive, got {cfg.num_episodes}")
     if int(cfg.get("batch_envs", 1)) < 1:
-        raise ValueError(f"batch_envs must be >= 1, got {cfg.batch_envs}")
+        raise InputError(f"batch_envs must be >= 1, got {cfg.batch_envs}")
     if cfg.expert and int(cfg.get("batch_envs", 1)) > 1:
-        raise ValueError("the scripted expert runs one episode at a time: use batch_envs=1 with expert=true")
+        raise InputError("the scripted expert runs one episode at a time: use batch_envs=1 with expert=true")
     if cfg.num_videos < 0:
-        raise ValueError(f"num_videos must be >= 0, got {cfg.num_videos}")
+        raise InputError(f"num_videos must be >= 0, got {cfg.num_videos}")
     # Checked before any policy or environment is built.
     check_setting("env.backend", cfg.env.backend, BACKENDS)
     check_setting("video_camera", cfg.video_camera, CAMERAS)
@@ -47,32 +50,33 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
         video_size = validate_image_size(cfg.video_size)
     except ValueError:
         shown = OmegaConf.to_container(cfg.video_size) if OmegaConf.is_config(cfg.video_size) else cfg.video_size
-        raise ValueError(f"video_size must be two positive integers [height, width], got {shown}") from None
+        raise InputError(f"video_size must be two positive integers [height, width], got {shown}") from None
     chosen_task = cfg.task.name if cfg.get("task") else None
     if cfg.expert:
         task = chosen_task
         if task not in TASKS:
-            raise ValueError(f"expert=true needs task=<{'|'.join(TASKS)}>, got {task!r}")
+            raise InputError(f"expert=true needs task=<{'|'.join(TASKS)}>, got {task!r}")
         make_policy = functools.partial(ScriptedReplayPolicy, task)
         cameras, image_size, quality = (), (480, 640), cfg.render_quality or "fast"
         described = {"policy": "scripted expert (joint replay)"}
     else:
         if cfg.ckpt_path is None:
-            raise ValueError("give ckpt_path=<checkpoint or exported .pt/.onnx policy> (or expert=true)")
+            raise InputError("give ckpt_path=<checkpoint or exported .pt/.onnx policy> (or expert=true)")
         path = Path(cfg.ckpt_path)
         artifact_format(path)  # an unknown file type is refused before anything is read
         if not path.is_file():
-            raise FileNotFoundError(f"checkpoint {path} does not exist")
+            raise MissingFileError(f"checkpoint {path} does not exist")
         check_latency(cfg.latency_ms)
-        options = execution_options(cfg.execution)  # checked before the network is loaded
-        requested = options.pop("precision") if artifact_format(path) == "checkpoint" else "32-true"
+        settings = ExecutionConfig.from_cfg(cfg.execution)  # checked before the network is loaded
+        requested = settings.precision if artifact_format(path) == "checkpoint" else "32-true"
         choice = resolve_precision(requested, cfg.device)  # once, here; the workers get the result (exports: fp32)
         print(f"evaluation precision: {choice.precision} ({choice.requested}: {choice.reason})")
-        options.update(device=cfg.device, precision=choice.precision)
-        probe = ACTPolicy.load(path, **options)  # "<path> is not a readable checkpoint" otherwise; checks the options
+        settings = replace(settings, precision=choice.precision)
+        # "<path> is not a readable checkpoint" otherwise; checks the settings against the chunk size
+        probe = ACTPolicy.load(path, cfg.device, **asdict(settings))
         trained_on = probe.task
         if chosen_task and trained_on and chosen_task != trained_on and not cfg.get("allow_task_mismatch", False):
-            raise ValueError(f"task={chosen_task} but {path} was trained on {trained_on}: drop task= to evaluate it "
+            raise InputError(f"task={chosen_task} but {path} was trained on {trained_on}: drop task= to evaluate it "
                              f"on {trained_on}, or add allow_task_mismatch=true to evaluate it on {chosen_task} anyway")
         check_backend(cfg.env.backend, probe.camera_names, probe.image_size)
         latency = {"latency_ms": cfg.latency_ms}
@@ -81,16 +85,16 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
             print(f"measured latency: {measured:.1f} ms per batch-1 query ({probe.precision}, "
                   f"{torch.get_num_threads()} threads)")
             latency = {"latency_ms": measured, "latency_measured": True}
-        options["latency_ticks"] = latency_ticks(latency["latency_ms"])
-        probe.latency_ticks = options["latency_ticks"]  # for its description; the workers build their own
+        settings = replace(settings, latency_ticks=latency_ticks(latency["latency_ms"]))
+        probe.latency_ticks = settings.latency_ticks  # for its description; the workers build their own
         task = chosen_task or probe.task
         check_setting("task", task, TASKS)
-        make_policy = functools.partial(ACTPolicy.load, str(path), **options)
+        make_policy = functools.partial(ACTPolicy.load, str(path), cfg.device, **asdict(settings))
         cameras, image_size = tuple(probe.camera_names), tuple(probe.image_size)
         quality = cfg.render_quality or probe.render_quality or "paper"
         described = {"policy": str(path), "format": probe.predictor.format, "trained_on": trained_on,
                      "chunk_size": probe.chunk_size, "cameras": list(cameras), "image_size": list(image_size),
-                     "execution": probe.execution, **options, **latency}
+                     "execution": probe.execution, **asdict(settings), "device": cfg.device, **latency}
     seeds = tuple(int(cfg.seed) + i for i in range(int(cfg.num_episodes)))
     spec = EvalSpec(make_policy=make_policy, task=task, cameras=cameras, image_size=image_size,
                     render_quality=quality, backend=cfg.env.backend, episode_len=cfg.episode_len, seeds=seeds,
@@ -102,26 +106,11 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
     return spec, described
 
 
-def execution_options(execution: DictConfig) -> dict:
-    """``ACTPolicy``'s keyword arguments from an ``execution`` config (configs/execution/), checked
-    where a config can be wrong in ways the policy would report less clearly."""
-    options = OmegaConf.to_container(execution) if OmegaConf.is_config(execution) else dict(execution)
-    blend = options.get("blend")
-    if blend is not None:
-        check_setting("execution.blend", blend, BLENDS,
-                      " (or null: ensemble with execution.temporal_ensemble_coeff, else replace)")
-    if blend == "ensemble" and options.get("temporal_ensemble_coeff") is None:
-        raise ValueError("execution.blend=ensemble needs execution.temporal_ensemble_coeff=<m> (e.g. 0.01)")
-    if not isinstance(options.get("asynchronous", False), bool):
-        raise ValueError(f"execution.asynchronous must be true or false, got {options['asynchronous']!r}")
-    return options
-
-
 def check_latency(latency) -> None:
     """``latency_ms``: a number of milliseconds >= 0, or ``measured``."""
     if latency != "measured" and (isinstance(latency, bool) or not isinstance(latency, (int, float))
                                   or not math.isfinite(latency) or latency < 0):
-        raise ValueError(f"latency_ms must be a number >= 0 (milliseconds) or 'measured', got {latency!r}")
+        raise InputError(f"latency_ms must be a number >= 0 (milliseconds) or 'measured', got {latency!r}")
 
 
 def latency_ticks(latency_ms: float) -> int:
@@ -147,21 +136,21 @@ def check_backend(backend: str, cameras, image_size) -> None:
     """What ``make_eval_env`` would refuse for this policy, said before anything is built."""
     if backend == "gym_aloha":
         if list(cameras) != ["top"]:
-            raise ValueError(f"the gym_aloha backend renders only the 'top' camera; the policy needs {list(cameras)}: "
+            raise InputError(f"the gym_aloha backend renders only the 'top' camera; the policy needs {list(cameras)}: "
                              "evaluate it with env.backend=native")
         if tuple(image_size) != (480, 640):
-            raise ValueError(f"gym-aloha renders 480x640 images; this policy needs {tuple(image_size)}: evaluate it "
+            raise InputError(f"gym-aloha renders 480x640 images; this policy needs {tuple(image_size)}: evaluate it "
                              "with env.backend=native")
 
 
 def evaluate_with_bar(spec: EvalSpec) -> dict:
-    """``evaluate`` with a progress bar of episodes and the running success count."""
+    """``act.eval.rollout.evaluate`` with a progress bar of episodes and the running success count."""
     with EpisodeBar(len(spec.seeds), f"eval {spec.task}") as bar:
 
         def progress(result, results):
             bar.show(len(results), success=f"{sum(r.success for r in results)}/{len(results)}")
 
-        return evaluate(spec, progress)
+        return rollout.evaluate(spec, progress)  # not this module's evaluate(cfg), which calls this
 
 
 def evaluate_and_save(cfg: DictConfig, spec: EvalSpec, described: dict) -> tuple[dict, Path]:
@@ -173,6 +162,16 @@ def evaluate_and_save(cfg: DictConfig, spec: EvalSpec, described: dict) -> tuple
     if cfg.logger.wandb:
         log_to_wandb(metrics, OmegaConf.to_container(cfg, resolve=True), out_dir, cfg.logger.project)
     return metrics, path
+
+
+def evaluate(cfg: DictConfig) -> dict:
+    """``scripts/eval.py``: check ``cfg`` (configs/eval.yaml), evaluate, write metrics.json and the videos,
+    print the summary; returns the metrics."""
+    spec, described = build_spec(cfg)
+    metrics, path = evaluate_and_save(cfg, spec, described)
+    print(summary_line(metrics))
+    print(f"metrics: {path}" + (f" | videos: {', '.join(metrics['videos'])}" if metrics["videos"] else ""))
+    return metrics
 
 
 def summary_line(metrics: dict) -> str:

@@ -2,8 +2,9 @@
 
 ``run_episode(env, policy, seed)`` plays one episode at 50 Hz, ``run_episodes`` several side by
 side with batched network queries; ``evaluate(spec)`` runs many, in parallel worker processes if
-asked, and returns the metrics dict that ``scripts/eval.py`` writes. Any policy with ``reset()``
-and ``select_action(observation)`` works; ``ACTPolicy`` also batches (``select_actions``).
+asked, and returns the metrics dict that ``scripts/eval.py`` writes. Any policy with ``reset()``,
+``select_action(observation)`` and a count of ``queries`` works; ``ACTPolicy`` also batches
+(``select_actions``): see ``act.eval.protocol``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from act.eval.backends import make_eval_env
+from act.eval.protocol import BatchPolicy, OneEpisode, Policy
+from common.errors import InputError
 from common.metrics import summarize
 from common.pool import worker_pool
 from common.video import overlay_text, write_mp4
@@ -79,14 +82,15 @@ class _Running:
                              step_change=change, switch_jumps=self.jumps)
 
 
-def run_episode(env, policy, seed: int, video_path: str | Path | None = None, video_camera: str = "top",
-                video_size: Sequence[int] = (240, 320)) -> EpisodeResult:
+def run_episode(env, policy: Policy | BatchPolicy, seed: int, video_path: str | Path | None = None,
+                video_camera: str = "top", video_size: Sequence[int] = (240, 320)) -> EpisodeResult:
     """One closed-loop episode from ``env.reset(seed=seed)`` until the env's last step."""
     return run_episodes([env], policy, [seed], [video_path], video_camera, video_size)[0]
 
 
-def run_episodes(envs: Sequence, policy, seeds: Sequence[int], video_paths: Sequence[str | Path | None] | None = None,
-                 video_camera: str = "top", video_size: Sequence[int] = (240, 320)) -> list[EpisodeResult]:
+def run_episodes(envs: Sequence, policy: Policy | BatchPolicy, seeds: Sequence[int],
+                 video_paths: Sequence[str | Path | None] | None = None, video_camera: str = "top",
+                 video_size: Sequence[int] = (240, 320)) -> list[EpisodeResult]:
     """Episodes side by side, one per (env, seed), stepped in lockstep until each env's last step.
 
     A policy with ``select_actions`` (``ACTPolicy``) gets every live observation at once and
@@ -95,29 +99,26 @@ def run_episodes(envs: Sequence, policy, seeds: Sequence[int], video_paths: Sequ
     """
     n = len(envs)
     if n != len(seeds) or n == 0:
-        raise ValueError(f"need one seed per env, got {n} envs and {len(seeds)} seeds")
+        raise InputError(f"need one seed per env, got {n} envs and {len(seeds)} seeds")
     video_paths = list(video_paths) if video_paths is not None else [None] * n
     if len(video_paths) != n:
-        raise ValueError(f"need one video path (or None) per env, got {len(video_paths)} for {n} envs")
-    if hasattr(policy, "select_actions"):
-        policy.reset(n)
-        select = policy.select_actions
+        raise InputError(f"need one video path (or None) per env, got {len(video_paths)} for {n} envs")
+    if isinstance(policy, BatchPolicy):
+        batch = policy
     elif n == 1:
-        policy.reset()
-
-        def select(observations):
-            return [policy.select_action(observations[0])]
+        batch = OneEpisode(policy)
     else:
-        raise ValueError(f"{type(policy).__name__} has no select_actions: it runs one env at a time")
+        raise InputError(f"{type(policy).__name__} has no select_actions: it runs one env at a time")
+    batch.reset(n)
     episodes = [_Running(env, seed, path) for env, seed, path in zip(envs, seeds, video_paths)]
     for episode in episodes:
         episode.timestep = episode.env.reset(seed=episode.seed)
     for t in range(max(env.episode_len for env in envs)):
-        queries = getattr(policy, "queries", 0)
+        queries = batch.queries
         start = time.perf_counter()
-        actions = select([e.timestep.observation if e.live else None for e in episodes])
+        actions = batch.select_actions([e.timestep.observation if e.live else None for e in episodes])
         elapsed = 1000.0 * (time.perf_counter() - start)
-        queried = getattr(policy, "queries", 0) != queries
+        queried = batch.queries != queries
         for i, e in enumerate(episodes):
             if not e.live:
                 continue
@@ -125,10 +126,9 @@ def run_episodes(envs: Sequence, policy, seeds: Sequence[int], video_paths: Sequ
             if queried:
                 e.query_ms.append(elapsed)
             command = np.asarray(actions[i], dtype=np.float64)
-            fresh = getattr(policy, "last_fresh", None)  # the scheduler's view (ACTPolicy), if any
-            if fresh is not None and fresh[i] is False:
+            if batch.last_fresh[i] is False:  # the scheduler had no fresh action: the arm held
                 e.held += 1
-            if fresh is not None and policy.last_switch[i] and e.commands:
+            if batch.last_switch[i] and e.commands:
                 e.jumps.append(float(np.linalg.norm(command - e.commands[-1])))
             e.commands.append(command)
             e.timestep = e.env.step(actions[i])
@@ -153,7 +153,7 @@ class EvalSpec:
     ``make_policy`` must be picklable (a module-level function or ``functools.partial``).
     """
 
-    make_policy: Callable[[], object]
+    make_policy: Callable[[], Policy | BatchPolicy]
     task: str
     cameras: tuple[str, ...]
     image_size: tuple[int, int]
@@ -201,9 +201,9 @@ def evaluate(spec: EvalSpec, progress: Callable[[EpisodeResult, list[EpisodeResu
     Seeds go to ``workers`` processes in groups of ``batch_envs`` episodes run side by side.
     """
     if not spec.seeds:
-        raise ValueError("no evaluation seeds")
+        raise InputError("no evaluation seeds")
     if spec.batch_envs < 1:
-        raise ValueError(f"batch_envs must be >= 1, got {spec.batch_envs}")
+        raise InputError(f"batch_envs must be >= 1, got {spec.batch_envs}")
     start = time.perf_counter()
     results: list[EpisodeResult] = []
     indices = list(range(len(spec.seeds)))

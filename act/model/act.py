@@ -17,6 +17,7 @@ from act.model.backbone import ResNetBackbone, feature_hw
 from act.model.loss import reparameterize
 from act.model.position_encoding import SinePositionEmbedding2d, sinusoid_table
 from act.model.transformer import TransformerDecoder, TransformerEncoder
+from common.errors import InputError
 
 NUM_EXTRA_TOKENS = 2  # latent token and joint-state token, ahead of the image tokens
 
@@ -62,22 +63,22 @@ class ACTConfig:
                      "dec_layers", "vae_enc_layers", "latent_dim", "num_cameras"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"ACTConfig.{name} must be a positive integer, got {value!r}")
+                raise InputError(f"ACTConfig.{name} must be a positive integer, got {value!r}")
         if self.hidden_dim % 2:
-            raise ValueError(f"ACTConfig.hidden_dim must be even (the 2D position embedding gives half its "
+            raise InputError(f"ACTConfig.hidden_dim must be even (the 2D position embedding gives half its "
                              f"channels to y and half to x), got {self.hidden_dim}")
         if self.hidden_dim % self.heads:
-            raise ValueError(f"ACTConfig.hidden_dim ({self.hidden_dim}) must be divisible by "
+            raise InputError(f"ACTConfig.hidden_dim ({self.hidden_dim}) must be divisible by "
                              f"heads ({self.heads})")
         if self.backbone_layer not in (3, 4):
-            raise ValueError(f"ACTConfig.backbone_layer must be 3 (layer3, stride 16) or 4 (layer4, stride 32, "
+            raise InputError(f"ACTConfig.backbone_layer must be 3 (layer3, stride 16) or 4 (layer4, stride 32, "
                              f"the paper), got {self.backbone_layer!r}")
         if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"ACTConfig.dropout must be in [0, 1), got {self.dropout}")
+            raise InputError(f"ACTConfig.dropout must be in [0, 1), got {self.dropout}")
         if isinstance(self.backbone_weights, os.PathLike):
             self.backbone_weights = os.fspath(self.backbone_weights)
         if self.backbone_weights is not None and not isinstance(self.backbone_weights, str):
-            raise ValueError(f"ACTConfig.backbone_weights must be None, 'imagenet' or a file path, "
+            raise InputError(f"ACTConfig.backbone_weights must be None, 'imagenet' or a file path, "
                              f"got {self.backbone_weights!r}")
 
 
@@ -124,15 +125,15 @@ class ACT(nn.Module):
     def _check_inputs(self, qpos, images, actions, is_pad) -> None:
         c = self.config
         if qpos.ndim != 2 or qpos.shape[1] != c.state_dim:
-            raise ValueError(f"qpos must be (B, {c.state_dim}), got {tuple(qpos.shape)}")
+            raise InputError(f"qpos must be (B, {c.state_dim}), got {tuple(qpos.shape)}")
         B = qpos.shape[0]
         if images.ndim != 5 or images.shape[:3] != (B, c.num_cameras, 3):
-            raise ValueError(f"images must be (B={B}, cameras={c.num_cameras}, 3, H, W), got {tuple(images.shape)}")
+            raise InputError(f"images must be (B={B}, cameras={c.num_cameras}, 3, H, W), got {tuple(images.shape)}")
         if actions is not None and actions.shape != (B, c.chunk_size, c.action_dim):
-            raise ValueError(f"actions must be (B={B}, chunk_size={c.chunk_size}, {c.action_dim}), "
+            raise InputError(f"actions must be (B={B}, chunk_size={c.chunk_size}, {c.action_dim}), "
                              f"got {tuple(actions.shape)}")
         if is_pad is not None and is_pad.shape != (B, c.chunk_size):
-            raise ValueError(f"is_pad must be (B={B}, chunk_size={c.chunk_size}), got {tuple(is_pad.shape)}")
+            raise InputError(f"is_pad must be (B={B}, chunk_size={c.chunk_size}), got {tuple(is_pad.shape)}")
 
     def encode_latent(self, qpos: torch.Tensor, actions: torch.Tensor,
                       is_pad: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:

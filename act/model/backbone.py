@@ -25,6 +25,7 @@ import torchvision
 from torch import nn
 
 from common.checks import check_choice
+from common.errors import InputError, MissingFileError, RunError
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ class ResNetBackbone(nn.Module):
         check_choice("backbone norm", norm, NORMS)
         check_choice("backbone last layer", last_layer, tuple(LAYER_CHANNELS))
         if norm == "group_norm" and weights is not None:
-            raise ValueError("backbone_norm=group_norm trains from random initialisation; pretrained ResNet-18 "
+            raise InputError("backbone_norm=group_norm trains from random initialisation; pretrained ResNet-18 "
                              "weights come with BatchNorm statistics: use backbone_norm=frozen_bn with them")
         self.norm = norm
         self.last_layer = last_layer
@@ -163,7 +164,7 @@ def _imagenet_state_dict() -> dict[str, torch.Tensor]:
         return weights.get_state_dict(progress=False)
     except Exception as err:  # URLError, timeouts, HTTP errors, truncated downloads
         hub = Path(torch.hub.get_dir()) / "checkpoints"
-        raise RuntimeError(
+        raise RunError(
             f"Could not download the ImageNet ResNet-18 weights ({type(err).__name__}: {err}); "
             f"this machine may be offline. On a machine with internet, download the file "
             f"{RESNET18_FILE} from {weights.url}, then either put it in $TORCH_HOME/hub/checkpoints/ "
@@ -174,12 +175,12 @@ def _imagenet_state_dict() -> dict[str, torch.Tensor]:
 def _local_state_dict(path_str: str) -> dict[str, torch.Tensor]:
     path = Path(path_str).expanduser()
     if not path.is_file():
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"backbone_weights file not found: {path}. Expected a ResNet-18 state dict "
             f"(e.g. {RESNET18_FILE}), 'imagenet', or None.")
     state = torch.load(path, map_location="cpu", weights_only=True)
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise ValueError(f"backbone_weights file {path} does not hold a state dict "
+        raise InputError(f"backbone_weights file {path} does not hold a state dict "
                          f"(a mapping of parameter names to tensors); got {type(state).__name__}.")
     return state
 
@@ -207,9 +208,9 @@ def load_backbone_weights(module: ResNetBackbone, weights: str) -> None:
     try:
         result = module.load_state_dict(state, strict=False)
     except RuntimeError as err:  # shape mismatches
-        raise RuntimeError(f"backbone weights from {source} do not fit ResNet-18: {err}") from err
+        raise RunError(f"backbone weights from {source} do not fit ResNet-18: {err}") from err
     if result.missing_keys or result.unexpected_keys:
-        raise RuntimeError(
+        raise RunError(
             f"backbone weights from {source} do not fit ResNet-18: "
             f"missing keys {result.missing_keys[:8]}{' ...' if len(result.missing_keys) > 8 else ''}, "
             f"unexpected keys {result.unexpected_keys[:8]}"

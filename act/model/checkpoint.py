@@ -1,11 +1,9 @@
 """Training checkpoints read without Lightning or Hydra: the network rebuilt from the file alone.
 
 A checkpoint written by ``scripts/train.py`` holds ``hyper_parameters`` (the network config,
-crop, and under ``deployment`` the cameras, image size, statistics, task) and ``state_dict``.
-Older checkpoints keep the deployment values at the top level of ``hyper_parameters``
-(``upgrade_hparams`` nests them). The state dict comes in two layouts: ``net.model.*`` /
-``net.qpos_mean`` (the module holds a ``NormalizedACT``) and, for checkpoints written before
-that, ``model.*`` / ``qpos_mean``; all of them load.
+crop, and under ``deployment`` the cameras, image size, statistics, task) and ``state_dict``
+(``net.model.*``, ``net.qpos_mean``, ...: the module holds a ``NormalizedACT`` as ``net``, and its
+weight average as ``ema.net`` when it keeps one).
 """
 
 from __future__ import annotations
@@ -19,8 +17,9 @@ import numpy as np
 import torch
 
 from act.model.act import ACTConfig
-from act.model.normalized import STAT_KEYS, NormalizedACT
+from act.model.normalized import NormalizedACT
 from common.checks import check_choice
+from common.errors import InputError
 
 CHECKPOINT_HINT = "give a .ckpt file written by scripts/train.py (e.g. <run>/checkpoints/last.ckpt)"
 NET_PREFIX = "net."
@@ -30,7 +29,7 @@ DEPLOYMENT_DEFAULTS = {"camera_names": ("top",), "image_size": (480, 640), "stat
                        "render_quality": None}
 
 
-class CheckpointError(ValueError):
+class CheckpointError(InputError):
     """A file that is not a checkpoint of this project, or one that cannot be loaded safely."""
 
 
@@ -55,20 +54,11 @@ def read_checkpoint(path: str | Path) -> dict:
     except (RuntimeError, OSError, ValueError, EOFError):
         raise CheckpointError(f"{path} is not a readable checkpoint (damaged, or not a checkpoint); "
                               f"{CHECKPOINT_HINT}") from None
-    if not isinstance(checkpoint, dict) or not {"state_dict", "hyper_parameters"} <= set(checkpoint):
+    if not isinstance(checkpoint, dict) or not {"state_dict", "hyper_parameters"} <= set(checkpoint) \
+            or "deployment" not in checkpoint["hyper_parameters"]:
         raise CheckpointError(f"{path} is not a readable checkpoint (no ACT weights and settings in it); "
                               f"{CHECKPOINT_HINT}")
     return checkpoint
-
-
-def upgrade_state_dict(state_dict: dict, prefix: str = "") -> dict:
-    """Rename, in place, the keys of the layout before ``NormalizedACT`` (``<prefix>model.*``,
-    ``<prefix>qpos_mean``, ...) to the current one (``<prefix>net.model.*``, ...); returns it."""
-    for key in list(state_dict):
-        rest = key[len(prefix):]
-        if key.startswith(prefix) and (rest.startswith("model.") or rest in STAT_KEYS):
-            state_dict[f"{prefix}{NET_PREFIX}{rest}"] = state_dict.pop(key)
-    return state_dict
 
 
 def deployment_values(deployment: dict | None) -> dict:
@@ -78,23 +68,11 @@ def deployment_values(deployment: dict | None) -> dict:
     return {**DEPLOYMENT_DEFAULTS, **{k: v for k, v in (deployment or {}).items() if v is not None}}
 
 
-def upgrade_hparams(hparams: dict) -> dict:
-    """A copy of a checkpoint's hyper-parameters in the current layout: deployment values that
-    older checkpoints keep at the top level moved under ``deployment``."""
-    hparams = dict(hparams)
-    deployment = dict(hparams.pop("deployment", None) or {})
-    for key in DEPLOYMENT_DEFAULTS:
-        if key in hparams:
-            deployment.setdefault(key, hparams.pop(key))
-    return {**hparams, "deployment": deployment}
-
-
 def network_state_dict(state_dict: dict) -> dict:
-    """The deployed ``NormalizedACT`` of a checkpoint's state dict (either layout), without the
-    prefix: the weight average where the run kept one, else the trained weights."""
-    upgraded = upgrade_state_dict(dict(state_dict))
-    prefix = EMA_PREFIX if any(k.startswith(EMA_PREFIX) for k in upgraded) else NET_PREFIX
-    return {k[len(prefix):]: v for k, v in upgraded.items() if k.startswith(prefix)}
+    """The deployed ``NormalizedACT`` of a checkpoint's state dict, without the prefix: the weight
+    average where the run kept one, else the trained weights."""
+    prefix = EMA_PREFIX if any(k.startswith(EMA_PREFIX) for k in state_dict) else NET_PREFIX
+    return {k[len(prefix):]: v for k, v in state_dict.items() if k.startswith(prefix)}
 
 
 def network_from_hparams(hparams: dict, channels_last: bool = True) -> NormalizedACT:
@@ -103,7 +81,6 @@ def network_from_hparams(hparams: dict, channels_last: bool = True) -> Normalize
     ``backbone_weights`` is dropped: the checkpoint's weights replace them, so deployment never
     downloads or reads the pretraining file.
     """
-    hparams = upgrade_hparams(hparams)
     meta = deployment_values(hparams["deployment"])
     model = {**dict(hparams.get("model") or {}), "num_cameras": len(meta["camera_names"]), "backbone_weights": None}
     return NormalizedACT(ACTConfig(**model), stats=meta["stats"], camera_names=list(meta["camera_names"]),
@@ -113,7 +90,7 @@ def network_from_hparams(hparams: dict, channels_last: bool = True) -> Normalize
 
 def load_network(path: str | Path, map_location: str | torch.device = "cpu",
                  channels_last: bool = True) -> NormalizedACT:
-    """The trained network of a checkpoint (either layout), in eval mode, on ``map_location``.
+    """The trained network of a checkpoint, in eval mode, on ``map_location``.
 
     Raises ``CheckpointError`` for a file that is not a readable checkpoint, whose weights do not
     fit the network its settings describe, or whose weights are not finite (NaN or inf).

@@ -13,6 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from common.errors import InputError
+
 _INT16_MIN = -(2 ** 15)
 
 
@@ -56,7 +58,7 @@ class Dropout(nn.Module):
     def __init__(self, p: float = 0.1):
         super().__init__()
         if not 0.0 <= p < 1.0:
-            raise ValueError(f"dropout probability must be in [0, 1), got {p}")
+            raise InputError(f"dropout probability must be in [0, 1), got {p}")
         self.p = p
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from common.errors import InputError
+
 
 def kl_divergence(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
     """KL(N(mu, exp(logvar)) || N(0, I)), summed over latent dims, averaged over the batch.
@@ -43,7 +45,7 @@ def act_loss(pred_actions: torch.Tensor, target_actions: torch.Tensor, is_pad: t
         / (number of non-padded steps * A); ``kl``; ``loss`` = l1 + kl_weight * kl.
     """
     if pred_actions.shape != target_actions.shape:
-        raise ValueError(f"pred_actions {tuple(pred_actions.shape)} and target_actions "
+        raise InputError(f"pred_actions {tuple(pred_actions.shape)} and target_actions "
                          f"{tuple(target_actions.shape)} differ in shape")
     B, k, A = pred_actions.shape
     if is_pad is None:

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from act.model.act import ACT, ACTConfig
+from common.errors import InputError
 
 # torchvision's ImageNet statistics: the backbone expects them even with random init.
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -30,10 +31,10 @@ def check_crop(crop: Sequence[int] | None, image_size: tuple[int, int]) -> tuple
         return None
     values = list(crop)
     if len(values) != 4 or any(isinstance(v, bool) or int(v) != v for v in values):
-        raise ValueError(f"image_crop must be [top, left, height, width] in pixels, got {crop!r}")
+        raise InputError(f"image_crop must be [top, left, height, width] in pixels, got {crop!r}")
     top, left, height, width = (int(v) for v in values)
     if top < 0 or left < 0 or height < 1 or width < 1 or top + height > image_size[0] or left + width > image_size[1]:
-        raise ValueError(f"image_crop {values} does not fit the {image_size[0]}x{image_size[1]} images: need "
+        raise InputError(f"image_crop {values} does not fit the {image_size[0]}x{image_size[1]} images: need "
                          f"0 <= top, top + height <= {image_size[0]}, 0 <= left, left + width <= {image_size[1]}")
     return top, left, height, width
 
@@ -59,7 +60,7 @@ class NormalizedACT(nn.Module):
                  task: str | None = None, render_quality: str | None = None, channels_last: bool = True):
         super().__init__()
         if config.num_cameras != len(camera_names):
-            raise ValueError(f"config.num_cameras={config.num_cameras} but {len(camera_names)} camera names given")
+            raise InputError(f"config.num_cameras={config.num_cameras} but {len(camera_names)} camera names given")
         self.config = config
         self.model = ACT(config)
         self.camera_names = [str(c) for c in camera_names]
@@ -72,9 +73,9 @@ class NormalizedACT(nn.Module):
             default = np.ones(dim) if key.endswith("std") else np.zeros(dim)
             value = torch.as_tensor(np.asarray(stats.get(key, default), dtype=np.float32))
             if value.shape != (dim,):
-                raise ValueError(f"stats[{key!r}] must have shape ({dim},), got {tuple(value.shape)}")
+                raise InputError(f"stats[{key!r}] must have shape ({dim},), got {tuple(value.shape)}")
             if key.endswith("std") and not bool(torch.all(value > 0)):
-                raise ValueError(f"stats[{key!r}] must be positive")
+                raise InputError(f"stats[{key!r}] must be positive")
             self.register_buffer(key, value)
         self.register_buffer("image_mean", torch.tensor(IMAGENET_MEAN).view(1, 1, 3, 1, 1), persistent=False)
         self.register_buffer("image_std", torch.tensor(IMAGENET_STD).view(1, 1, 3, 1, 1), persistent=False)

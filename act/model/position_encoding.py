@@ -11,6 +11,8 @@ import math
 import torch
 from torch import nn
 
+from common.errors import InputError
+
 
 def _interleaved_sin_cos(positions: torch.Tensor, num_channels: int, temperature: float) -> torch.Tensor:
     """(N,) positions -> (N, num_channels): sin on even channels, cos on odd ones."""
@@ -42,7 +44,7 @@ def sine_position_embedding_2d(h: int, w: int, dim: int, *, temperature: float =
         ``features.flatten(2)`` for a (B, dim, h, w) feature map.
     """
     if dim % 2:
-        raise ValueError(f"2D sine position embedding needs an even dim (half for y, half for x), got {dim}")
+        raise InputError(f"2D sine position embedding needs an even dim (half for y, half for x), got {dim}")
     half = dim // 2
     eps = 1e-6  # DETR divides by (last cumulative index + eps)
     y = torch.arange(1, h + 1, device=device, dtype=torch.float32) / (h + eps) * scale  # (h,)
@@ -65,13 +67,13 @@ class SinePositionEmbedding2d(nn.Module):
     def __init__(self, dim: int, temperature: float = 10000.0, scale: float = 2 * math.pi):
         super().__init__()
         if dim % 2:
-            raise ValueError(f"SinePositionEmbedding2d needs an even dim, got {dim}")
+            raise InputError(f"SinePositionEmbedding2d needs an even dim, got {dim}")
         self.dim, self.temperature, self.scale = dim, temperature, scale
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         """(B, D, h, w) feature map -> (h * w, D) float32 embedding (the same for every batch item)."""
         if features.shape[1] != self.dim:
-            raise ValueError(f"feature map has {features.shape[1]} channels, expected {self.dim}")
+            raise InputError(f"feature map has {features.shape[1]} channels, expected {self.dim}")
         h, w = features.shape[-2:]
         return sine_position_embedding_2d(h, w, self.dim, temperature=self.temperature, scale=self.scale,
                                           device=features.device)

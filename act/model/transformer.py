@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from act.model.dropout import Dropout, dropout
+from common.errors import InputError
 
 
 def with_pos(x: torch.Tensor, pos: torch.Tensor | None) -> torch.Tensor:
@@ -65,7 +66,7 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, dim: int, heads: int, dropout: float = 0.0):
         super().__init__()
         if dim % heads:
-            raise ValueError(f"attention width {dim} is not divisible by {heads} heads")
+            raise InputError(f"attention width {dim} is not divisible by {heads} heads")
         self.heads, self.dropout = heads, dropout
         self.q_proj, self.k_proj, self.v_proj = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
         self.out_proj = nn.Linear(dim, dim)

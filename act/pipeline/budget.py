@@ -32,7 +32,7 @@ class StageEstimate:
 
 def time_training_step(module, batch_size: int, precision: str, repeats: int = 4) -> float:
     """Seconds of one optimiser step of ``module`` at ``batch_size`` (CPU): the median of ``repeats``."""
-    batch = random_batch(batch_size, len(module.camera_names), module.image_size, module.config.chunk_size,
+    batch = random_batch(batch_size, len(module.net.camera_names), module.net.image_size, module.config.chunk_size,
                          module.config.state_dim, module.config.action_dim)
     step = training_step_fn(module, batch, precision)
     return float(np.median(time_calls(step, repeats, warmup=2)))

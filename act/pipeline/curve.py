@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from act.pipeline.budget import minutes, steps_within, time_training_step
 from act.eval.harness import build_spec, evaluate_and_save, summary_line
 from act.runtime.precision import resolve_precision
-from act.training.run import ConfigError, build_probe_module, train
+from act.training.run import ConfigError, build_probe_module, check_dataset_folder, train
 from act.training.marks import mark_name
 from common.io import write_json
 
@@ -73,6 +73,7 @@ def run_curve(cfg: DictConfig) -> dict:
     """Train ``cfg`` for ``curve.train_min`` minutes with checkpoints at ``curve.marks_min``, score
     every mark and the end, write ``<dir>/<name>/curve.json`` and plot every curve in ``<dir>``."""
     root = Path(cfg.curve.dir) / str(cfg.curve.name)
+    check_dataset_folder(cfg)  # before the plan: no demonstrations yet is what a new user meets first
     plan = plan_steps(cfg, root / "plan.json")
     ckpt_dir = Path(cfg.out_dir) / "checkpoints"
     with open_dict(cfg):

@@ -19,14 +19,15 @@ from pathlib import Path
 
 import hydra
 import numpy as np
-import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from act.pipeline.budget import estimate_evaluation, estimate_training, minutes, steps_within, time_training_step
 from act.data.record import RecordSettings, describe, record_with_bar
 from act.eval.harness import build_spec, evaluate_and_save, summary_line
 from act.pipeline.plot import plot_run
+from act.runtime.execution import ExecutionConfig
 from act.runtime.precision import device_type_of, resolve_precision
+from act.training.resume import checkpoint_step, resume_checkpoint
 from act.training.run import ConfigError, build_probe_module, train
 from common.checks import check_setting
 from common.io import write_json
@@ -81,16 +82,6 @@ def evaluation_config(cfg: DictConfig, demo: DictConfig, out_dir: Path) -> DictC
         raise ConfigError(f"evaluation seeds {eval_lo}-{eval_hi - 1} may overlap the demo seeds {demo_lo}-"
                           f"{demo_hi - 1}; move demo.eval.seed (e.g. to 100000)")
     return eval_cfg
-
-
-def checkpoint_step(path: Path) -> int:
-    """The global step a Lightning checkpoint was saved at (0 if there is no file)."""
-    if not path.is_file():
-        return 0
-    try:
-        return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["global_step"])
-    except Exception as err:  # noqa: BLE001 - any unreadable checkpoint gets the same advice
-        raise ConfigError(f"cannot read {path} ({err}); delete it to train from the start") from err
 
 
 def explicit_overrides() -> list[str]:
@@ -157,9 +148,8 @@ def plan_stages(cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig, done: i
     module = build_probe_module(cfg)
     train_precision = resolve_precision(str(cfg.trainer.precision), "cpu").precision
     step_s = time_training_step(module, int(cfg.data.batch_size), train_precision)
-    execution = eval_cfg.execution
-    chunked = execution.temporal_ensemble_coeff is None
-    query_every = int(execution.n_action_steps or (cfg.policy.model.chunk_size if chunked else 1))
+    execution = ExecutionConfig.from_cfg(eval_cfg.execution)
+    query_every = execution.schedule(int(cfg.policy.model.chunk_size)).n_action_steps
     episode_len = int(eval_cfg.episode_len or EPISODE_LEN)
     env = make_env(cfg.task.name, "joint", cameras=list(cfg.task.cameras), image_size=tuple(cfg.task.image_size),
                    render_quality=cfg.task.render_quality, episode_len=episode_len)
@@ -212,8 +202,7 @@ def run(cfg: DictConfig) -> dict:
     # 2. Training: as many steps as the budget allows; resumes from the latest checkpoint.
     ckpt_dir = Path(cfg.out_dir) / "checkpoints"
     last = ckpt_dir / "last.ckpt"
-    resume_from, done = max(((p, checkpoint_step(p)) for p in (last, ckpt_dir / "interrupted.ckpt")),
-                            key=lambda item: item[1])
+    resume_from, done = resume_checkpoint([ckpt_dir])  # as scripts/train.py would choose
     plan = plan_stages(cfg, demo, eval_cfg, done, root / "plan.json")
     max_steps = int(plan["max_steps"])
     with open_dict(cfg):

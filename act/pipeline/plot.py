@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from common.errors import MissingFileError
 from common.io import atomic_path
 
 
@@ -14,7 +15,7 @@ def read_csv_metrics(path: str | Path, keys: list[str]) -> dict[str, tuple[np.nd
     """{key: (steps, values)} from Lightning's CSVLogger metrics.csv (rows without the key skipped)."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"training log {path} does not exist")
+        raise MissingFileError(f"training log {path} does not exist")
     series: dict[str, tuple[list, list]] = {k: ([], []) for k in keys}
     with open(path, newline="") as f:
         for row in csv.DictReader(f):

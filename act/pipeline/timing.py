@@ -64,7 +64,7 @@ def time_calls(fn: Callable[[], object], repeats: int, warmup: int = 1) -> np.nd
 def query_fn(module, batch: int, precision: str, seed: int = 0) -> Callable[[], torch.Tensor]:
     """One batched policy query (z = 0) of ``module`` on ``batch`` random observations."""
     module.eval()
-    data = random_batch(batch, len(module.camera_names), module.image_size, module.config.chunk_size,
+    data = random_batch(batch, len(module.net.camera_names), module.net.image_size, module.config.chunk_size,
                         module.config.state_dim, module.config.action_dim, seed)
 
     @torch.no_grad()

@@ -3,6 +3,7 @@
 ``predictors``: the network as eager PyTorch, TorchScript or ONNX Runtime behind one call;
 ``export``: writing the self-contained TorchScript / ONNX artifacts; ``plan`` and ``scheduler``:
 which action each 50 Hz tick plays, and when to query the network (synchronous or asynchronous);
+``execution``: the settings of configs/execution/ that choose among them, checked once;
 ``robot``: the interface a robot plugs into; ``safety``: the limits every command passes and the
 checks for stale inputs; ``realtime``: the wall-clock control loop, which fails safe;
 ``recording``: what the robot did, as an ACT episode file.

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from common.checks import check_choice
+from common.errors import InputError
 
 BLENDS = ("replace", "ensemble", "crossfade")
 ENSEMBLE_COEFF = 0.01  # m of the ACT paper's temporal ensemble, as its public code sets it
@@ -39,10 +40,10 @@ class ActionPlan:
                  crossfade_steps: int | None = None):
         check_choice("blend", blend, BLENDS)
         if not coeff >= 0:
-            raise ValueError(f"temporal_ensemble_coeff must be >= 0, got {coeff}")
+            raise InputError(f"temporal_ensemble_coeff must be >= 0, got {coeff}")
         if crossfade_steps is not None and (isinstance(crossfade_steps, bool) or int(crossfade_steps) != crossfade_steps
                                             or crossfade_steps < 1):
-            raise ValueError(f"crossfade_steps must be a positive integer or null, got {crossfade_steps!r}")
+            raise InputError(f"crossfade_steps must be a positive integer or null, got {crossfade_steps!r}")
         self.blend, self.coeff = blend, float(coeff)
         self.crossfade_steps = None if crossfade_steps is None else int(crossfade_steps)
         self.weights = np.exp(-self.coeff * np.arange(max_chunk + 1))  # (k + 1,), w_0 for the oldest
@@ -75,7 +76,7 @@ class ActionPlan:
         ``now``; returns how many of its actions were in the past and skipped."""
         chunk = np.asarray(chunk, dtype=np.float64)
         if chunk.ndim != 2 or not 1 <= len(chunk) <= len(self.weights) - 1:
-            raise ValueError(f"expected a chunk of shape (1..{len(self.weights) - 1}, A), got {chunk.shape}")
+            raise InputError(f"expected a chunk of shape (1..{len(self.weights) - 1}, A), got {chunk.shape}")
         self._drop_before(now)
         skipped = min(len(chunk), max(0, now - first_tick))
         chunk, start = chunk[skipped:], first_tick + skipped  # (m', A), its first tick
@@ -86,7 +87,7 @@ class ActionPlan:
             self.switched = True
             return skipped
         if start < self.origin:
-            raise ValueError(f"a chunk starting at tick {start} arrived after tick {self.origin} was planned")
+            raise InputError(f"a chunk starting at tick {start} arrived after tick {self.origin} was planned")
         # Lay both on the ticks origin .. max(end) (count 0 = not planned).
         offset = start - self.origin
         end = max(len(self.count), offset + len(chunk))

@@ -24,7 +24,9 @@ import torch
 
 from act.runtime.plan import ActionPlan
 from act.runtime.predictors import EagerPredictor, artifact_format, load_predictor
-from act.runtime.scheduler import ChunkScheduler, execution_settings
+from act.runtime.execution import ExecutionConfig
+from act.runtime.scheduler import ChunkScheduler
+from common.errors import InputError, MissingFileError
 
 
 class TemporalEnsembler:
@@ -50,7 +52,7 @@ class TemporalEnsembler:
         """Add the chunk predicted at the current step (k, A); return the action for this step (A,)."""
         chunk = np.asarray(chunk, dtype=np.float64)
         if chunk.ndim != 2 or len(chunk) != self.chunk_size:
-            raise ValueError(f"expected a chunk of shape ({self.chunk_size}, A), got {chunk.shape}")
+            raise InputError(f"expected a chunk of shape ({self.chunk_size}, A), got {chunk.shape}")
         self.plan.add(chunk, self.step, self.step)
         return self.advance()
 
@@ -58,7 +60,7 @@ class TemporalEnsembler:
         """The action for a step with no new query: the running mean of the predictions already
         held for it (queries every n steps, n <= k, always leave some)."""
         if not self.plan.pending(self.step):
-            raise ValueError("no prediction covers this step: update() at least once every chunk_size steps")
+            raise InputError("no prediction covers this step: update() at least once every chunk_size steps")
         action, _ = self.plan.pop(self.step)
         self.step += 1
         return action
@@ -95,12 +97,19 @@ class ACTPolicy:
         queue_threshold: query when this many planned actions are left (default: every n ticks).
         asynchronous: keep playing the plan while a query is in flight (else wait, holding).
         latency_ticks: d, the ticks a query takes to deliver (0: immediately, as in the paper).
+
+    The execution arguments are the fields of ``act.runtime.execution.ExecutionConfig`` (kept as
+    ``settings``), which checks them: a config's policy is ``ACTPolicy(network, **asdict(settings))``.
     """
 
     def __init__(self, network, n_action_steps: int | None = None, temporal_ensemble_coeff: float | None = None,
                  device: str | torch.device = "cpu", precision: str = "auto", *, blend: str | None = None,
                  crossfade_steps: int | None = None, queue_threshold: int | None = None,
                  asynchronous: bool = False, latency_ticks: int = 0):
+        self.settings = ExecutionConfig(temporal_ensemble_coeff=temporal_ensemble_coeff, n_action_steps=n_action_steps,
+                                        blend=blend, asynchronous=asynchronous, queue_threshold=queue_threshold,
+                                        crossfade_steps=crossfade_steps, precision=precision,
+                                        latency_ticks=latency_ticks)  # checked before the network is touched
         self.device = torch.device(device)
         self.predictor = _as_predictor(network, self.device, precision)
         meta = self.predictor.meta
@@ -110,20 +119,11 @@ class ACTPolicy:
         self.state_dim = int(meta["state_dim"])
         self.precision = self.predictor.precision
         self.precision_choice = getattr(self.predictor, "precision_choice", None)
-        if temporal_ensemble_coeff is not None and not float(temporal_ensemble_coeff) >= 0:
-            raise ValueError(f"temporal_ensemble_coeff must be >= 0, got {temporal_ensemble_coeff}")
-        self.temporal_ensemble_coeff = None if temporal_ensemble_coeff is None else float(temporal_ensemble_coeff)
-        self.settings = execution_settings(self.chunk_size, n_action_steps, self.temporal_ensemble_coeff, blend,
-                                           queue_threshold)
-        self.n_action_steps = self.settings["n_action_steps"]
-        self.blend = self.settings["blend"]
-        if isinstance(latency_ticks, bool) or int(latency_ticks) != latency_ticks or latency_ticks < 0:
-            raise ValueError(f"latency_ticks must be a non-negative integer, got {latency_ticks!r}")
-        self.latency_ticks = int(latency_ticks)
-        self.asynchronous = bool(asynchronous)
-        self.crossfade_steps = crossfade_steps
-        ChunkScheduler(self.chunk_size, self.blend, self.settings["horizon"], self.settings["threshold"],
-                       not self.asynchronous, self.settings["coeff"], crossfade_steps)  # checks the settings
+        self.schedule = self.settings.schedule(self.chunk_size)  # n_action_steps and queue_threshold checked against k
+        self.temporal_ensemble_coeff = self.settings.temporal_ensemble_coeff
+        self.n_action_steps, self.blend = self.schedule.n_action_steps, self.schedule.blend
+        self.latency_ticks = self.settings.latency_ticks
+        self.asynchronous = self.settings.asynchronous
         self.queries = 0
         self.reset()
 
@@ -132,18 +132,18 @@ class ACTPolicy:
         """Rebuild the policy from a training checkpoint alone, without Lightning."""
         path = Path(path)
         if not path.is_file():
-            raise FileNotFoundError(f"checkpoint {path} does not exist")
+            raise MissingFileError(f"checkpoint {path} does not exist")
         precision = kwargs.pop("precision", "auto")
-        return cls(load_predictor(path, device, precision), device=device, **kwargs)
+        return cls(load_predictor(path, device, precision), device=device, precision=precision, **kwargs)
 
     @classmethod
     def load(cls, path: str | Path, device: str | torch.device = "cpu", **kwargs) -> "ACTPolicy":
         """The policy of a checkpoint (``.ckpt``) or an exported artifact (``.pt``, ``.onnx``)."""
         artifact_format(path)  # an unknown suffix is refused first
         if not Path(path).is_file():
-            raise FileNotFoundError(f"policy file {path} does not exist")
+            raise MissingFileError(f"policy file {path} does not exist")
         precision = kwargs.pop("precision", "auto")
-        return cls(load_predictor(path, device, precision), device=device, **kwargs)
+        return cls(load_predictor(path, device, precision), device=device, precision=precision, **kwargs)
 
     @property
     def task(self) -> str | None:
@@ -161,23 +161,21 @@ class ACTPolicy:
             every = f", a query every {self.n_action_steps} steps" if self.n_action_steps > 1 else ""
             mode = f"temporal ensembling, m={self.temporal_ensemble_coeff:g}{every}"
         elif self.blend == "crossfade":
-            mode = f"crossfade, queue threshold {self.settings['threshold']}"
+            mode = f"crossfade, queue threshold {self.schedule.threshold}"
         else:
             mode = f"chunked, n_action_steps={self.n_action_steps}"
         if self.asynchronous and self.blend != "crossfade":
-            mode += f", queue threshold {self.settings['threshold']}"
+            mode += f", queue threshold {self.schedule.threshold}"
         return mode if (not self.asynchronous and not self.latency_ticks) else f"{mode} ({timing}{latency})"
 
     def new_scheduler(self) -> ChunkScheduler:
         """A scheduler with this policy's execution settings (one per episode)."""
-        s = self.settings
-        return ChunkScheduler(self.chunk_size, s["blend"], s["horizon"], s["threshold"], not self.asynchronous,
-                              s["coeff"], self.crossfade_steps)
+        return self.settings.scheduler(self.chunk_size)
 
     def reset(self, num_envs: int = 1) -> None:
         """Forget the previous episodes (call before each); ``num_envs`` episodes run side by side."""
         if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+            raise InputError(f"num_envs must be >= 1, got {num_envs}")
         self.num_envs = int(num_envs)
         self.schedulers = [self.new_scheduler() for _ in range(self.num_envs)]
         self._steps = [0] * self.num_envs  # control ticks played in each episode
@@ -190,18 +188,18 @@ class ACTPolicy:
         """Raise ``ValueError`` naming what does not match the policy's training setup."""
         qpos = np.asarray(observation.get("qpos", ()))
         if qpos.shape != (self.state_dim,):
-            raise ValueError(f"observation['qpos'] must have shape ({self.state_dim},), got {qpos.shape}")
+            raise InputError(f"observation['qpos'] must have shape ({self.state_dim},), got {qpos.shape}")
         if not np.all(np.isfinite(qpos)):
-            raise ValueError("observation['qpos'] contains NaN or inf")
+            raise InputError("observation['qpos'] contains NaN or inf")
         images = observation.get("images") or {}
         missing = [c for c in self.camera_names if c not in images]
         if missing:
-            raise ValueError(f"observation lacks camera(s) {missing}; the policy was trained on {self.camera_names}, "
+            raise InputError(f"observation lacks camera(s) {missing}; the policy was trained on {self.camera_names}, "
                              f"the observation has {sorted(images)}")
         for cam in self.camera_names:
             image = images[cam]
             if image.shape != (*self.image_size, 3) or image.dtype != np.uint8:
-                raise ValueError(f"camera {cam!r} image must be {self.image_size[0]}x{self.image_size[1]}x3 uint8 "
+                raise InputError(f"camera {cam!r} image must be {self.image_size[0]}x{self.image_size[1]}x3 uint8 "
                                  f"(as in training), got {image.shape} {image.dtype}")
 
     def _inputs(self, observations: Sequence[Mapping]) -> tuple[np.ndarray, np.ndarray]:
@@ -237,7 +235,7 @@ class ACTPolicy:
         held when there is none (``last_fresh`` False).
         """
         if len(observations) != self.num_envs:
-            raise ValueError(f"expected {self.num_envs} observations (reset(num_envs)), got {len(observations)}")
+            raise InputError(f"expected {self.num_envs} observations (reset(num_envs)), got {len(observations)}")
         live = [i for i, o in enumerate(observations) if o is not None]
         for i in live:
             arrival = self._arrivals[i]
@@ -270,5 +268,5 @@ class ACTPolicy:
     def select_action(self, observation: Mapping) -> np.ndarray:
         """The (action_dim,) joint command for this control tick (one episode: ``reset()``)."""
         if self.num_envs != 1:
-            raise ValueError(f"the policy runs {self.num_envs} episodes (reset(num_envs)); use select_actions")
+            raise InputError(f"the policy runs {self.num_envs} episodes (reset(num_envs)); use select_actions")
         return self.select_actions([observation])[0]

@@ -17,12 +17,13 @@ import numpy as np
 import torch
 
 from act.runtime.precision import autocast, resolve_precision
+from common.errors import InputError, MissingFileError
 
 META_FILE = "act_meta.json"  # the TorchScript extra file / ONNX metadata key holding the metadata
 FORMATS = {".ckpt": "checkpoint", ".pt": "torchscript", ".onnx": "onnx"}
 
 
-class ArtifactError(ValueError):
+class ArtifactError(InputError):
     """A file that is not a policy this project can run."""
 
 
@@ -161,7 +162,7 @@ def load_predictor(path: str | Path, device: str | torch.device = "cpu", precisi
     path = Path(path)
     kind = artifact_format(path)
     if not path.is_file():
-        raise FileNotFoundError(f"policy file {path} does not exist")
+        raise MissingFileError(f"policy file {path} does not exist")
     if kind == "checkpoint":
         from act.model.checkpoint import load_network
 

@@ -30,6 +30,7 @@ import numpy as np
 from act.runtime.safety import CLIPPED, REFUSED, SafetyLimits, SafetyStop, StaleInputs
 from act.runtime.scheduler import ChunkScheduler
 from common.aloha import joint_name
+from common.errors import InputError
 
 if TYPE_CHECKING:  # recording needs h5py, which running a policy does not
     from act.runtime.recording import EpisodeRecording
@@ -123,7 +124,7 @@ def run_episode(robot, policy, inference, ticks: int, seed: int | None = None, c
     observation = robot.reset(seed)
     last = np.asarray(observation["qpos"], dtype=np.float64).copy()  # the last safe command: where the arm is
     if last.shape != (safety.dim,):
-        raise ValueError(f"the safety limits are for {safety.dim} joints; the robot's qpos has shape {last.shape}")
+        raise InputError(f"the safety limits are for {safety.dim} joints; the robot's qpos has shape {last.shape}")
     future: Future | None = None
     start = clock.now()
     tick = 0

@@ -16,6 +16,7 @@ from typing import Mapping
 import numpy as np
 
 from act.data.schema import HELD, TICK, write_episode
+from common.errors import InputError
 
 
 class EpisodeRecording:
@@ -53,7 +54,7 @@ class EpisodeRecording:
         """Write the episode to ``path`` (``episode_<i>.hdf5``) atomically; ``attrs``: root attributes
         (None values are left out: HDF5 has no null)."""
         if not self.ticks:
-            raise ValueError("nothing to write: the episode has no commanded tick")
+            raise InputError("nothing to write: the episode has no commanded tick")
         return write_episode(path, qpos=np.stack(self.qpos), action=np.stack(self.action),  # (T, 14) each
                              qvel=np.stack(self.qvel) if self.qvel else None,
                              images={cam: np.stack(frames) for cam, frames in self.images.items()},  # (T, H, W, 3)

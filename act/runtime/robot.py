@@ -17,6 +17,7 @@ import numpy as np
 
 from act.runtime.safety import describe
 from common.aloha import STATE_DIM
+from common.errors import InputError
 
 
 class Robot(Protocol):
@@ -44,10 +45,10 @@ def check_action(action, dim: int = STATE_DIM) -> np.ndarray:
     """``action`` as (dim,) float64; ``ValueError`` naming the wrong shape or the joints that are not finite."""
     action = np.asarray(action, dtype=np.float64)
     if action.shape != (dim,):
-        raise ValueError(f"a joint command must be {dim} finite numbers, got shape {action.shape}")
+        raise InputError(f"a joint command must be {dim} finite numbers, got shape {action.shape}")
     bad = np.flatnonzero(~np.isfinite(action))
     if bad.size:
-        raise ValueError(f"a joint command must be {dim} finite numbers; {bad.size} are not: {describe(action, bad)}")
+        raise InputError(f"a joint command must be {dim} finite numbers; {bad.size} are not: {describe(action, bad)}")
     return action
 
 
@@ -85,7 +86,7 @@ class SimRobot:
     def command(self, action: np.ndarray, tick: int) -> None:
         action = check_action(action)
         if tick < self.ticks:
-            raise ValueError(f"tick {tick} is in the past: {self.ticks} ticks were already simulated")
+            raise InputError(f"tick {tick} is in the past: {self.ticks} ticks were already simulated")
         self.hold_until(tick)  # missed ticks: the arm held the last command
         if not self.done:
             self._step(action)
@@ -125,7 +126,7 @@ class AlohaRobot:
         self.env = env
         self.camera_map = dict(camera_map)
         if not self.camera_map:
-            raise ValueError("camera_map must map each policy camera to a robot camera, e.g. {top: cam_high}")
+            raise InputError("camera_map must map each policy camera to a robot camera, e.g. {top: cam_high}")
         self.camera_names = list(self.camera_map)
         self._ts = None
         self._observation = None
@@ -135,16 +136,16 @@ class AlohaRobot:
         images = observation.get("images") or {}
         missing = [cam for cam in self.camera_map.values() if cam not in images]
         if missing:
-            raise ValueError(f"the robot's observation lacks camera(s) {missing}; it has {sorted(images)}: "
+            raise InputError(f"the robot's observation lacks camera(s) {missing}; it has {sorted(images)}: "
                              f"fix camera_map {self.camera_map}")
         qpos = np.asarray(observation["qpos"], dtype=np.float64)
         if qpos.shape != (STATE_DIM,):
-            raise ValueError(f"the robot's qpos must have {STATE_DIM} numbers, got shape {qpos.shape}")
+            raise InputError(f"the robot's qpos must have {STATE_DIM} numbers, got shape {qpos.shape}")
         frames = {}
         for name, cam in self.camera_map.items():
             frame = np.asarray(images[cam])
             if frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != np.uint8:
-                raise ValueError(f"camera {cam!r} must give (H, W, 3) uint8 frames, got {frame.shape} {frame.dtype}")
+                raise InputError(f"camera {cam!r} must give (H, W, 3) uint8 frames, got {frame.shape} {frame.dtype}")
             frames[name] = frame
         return {"qpos": qpos, "qvel": np.asarray(observation.get("qvel", np.zeros(STATE_DIM))),
                 "effort": np.asarray(observation.get("effort", np.zeros(STATE_DIM))), "images": frames}
@@ -163,7 +164,7 @@ class AlohaRobot:
     def command(self, action: np.ndarray, tick: int) -> None:
         action = check_action(action)
         if self.ticks_sent and tick <= self.ticks_sent[-1]:
-            raise ValueError(f"tick {tick} was already commanded")
+            raise InputError(f"tick {tick} was already commanded")
         self._ts = self.env.step(action)
         self._observation = self._convert(self._ts.observation)
         self.ticks_sent.append(int(tick))

@@ -22,6 +22,7 @@ import numpy as np
 
 from common.aloha import JOINT_LOWER, JOINT_UPPER, MAX_DELTA, joint_name
 from common.checks import check_setting
+from common.errors import InputError
 
 MODES = ("clip", "stop")
 OK, CLIPPED, REFUSED = "ok", "clipped", "refused"
@@ -39,9 +40,9 @@ def _per_joint(key: str, value, default: Sequence[float], dim: int) -> np.ndarra
     if array.size == 1:
         array = np.full(dim, array.item())
     if array.size != dim:
-        raise ValueError(f"safety.{key} must be one number or {dim} numbers (one per joint), got {array.size}")
+        raise InputError(f"safety.{key} must be one number or {dim} numbers (one per joint), got {array.size}")
     if np.isnan(array).any():
-        raise ValueError(f"safety.{key} must not contain NaN")
+        raise InputError(f"safety.{key} must not contain NaN")
     return array
 
 
@@ -80,19 +81,19 @@ class SafetyLimits:
         self.max_delta = _per_joint("max_delta", self.max_delta, MAX_DELTA, self.dim)
         if not np.all(self.lower <= self.upper):
             i = int(np.flatnonzero(self.lower > self.upper)[0])
-            raise ValueError(f"safety.lower must not exceed safety.upper: {joint_name(i, self.dim)} has "
+            raise InputError(f"safety.lower must not exceed safety.upper: {joint_name(i, self.dim)} has "
                              f"[{self.lower[i]:g}, {self.upper[i]:g}]")
         if not np.all(self.max_delta > 0):
-            raise ValueError(f"safety.max_delta must be positive (inf: no limit), got {self.max_delta.tolist()}")
+            raise InputError(f"safety.max_delta must be positive (inf: no limit), got {self.max_delta.tolist()}")
         for key in ("watchdog_ticks", "stale_ticks"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"safety.{key} must be a positive integer (ticks of 20 ms), got {value!r}")
+                raise InputError(f"safety.{key} must be a positive integer (ticks of 20 ms), got {value!r}")
         if self.stale_ms is not None and (isinstance(self.stale_ms, bool) or not isinstance(self.stale_ms, (int, float))
                                           or not self.stale_ms > 0):
-            raise ValueError(f"safety.stale_ms must be a positive number of milliseconds or null, got {self.stale_ms!r}")
+            raise InputError(f"safety.stale_ms must be a positive number of milliseconds or null, got {self.stale_ms!r}")
         if not isinstance(self.stale_stop, bool):
-            raise ValueError(f"safety.stale_stop must be true or false, got {self.stale_stop!r}")
+            raise InputError(f"safety.stale_stop must be true or false, got {self.stale_stop!r}")
 
     def apply(self, command: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, str, str]:
         """The command to send after ``last`` (both (dim,)), its verdict (``ok``, ``clipped`` or

@@ -15,7 +15,8 @@ its chunk, the actions for ticks ``obs_tick .. obs_tick + horizon - 1`` that are
 
 With d = 0 both are the paper's modes: chunked execution (``replace``, horizon n, threshold 0:
 a query every n ticks, the first n actions played open loop) and temporal ensembling
-(``ensemble``, horizon k, threshold k - n: a query every n ticks, n = 1 in the paper).
+(``ensemble``, horizon k, threshold k - n: a query every n ticks, n = 1 in the paper);
+``act.runtime.execution`` turns an execution config into these settings.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from act.runtime.plan import ENSEMBLE_COEFF, ActionPlan
-from common.checks import check_choice
+from common.errors import InputError
 
 
 class ChunkScheduler:
@@ -47,9 +48,9 @@ class ChunkScheduler:
         self.chunk_size = int(chunk_size)
         self.horizon = self.chunk_size if horizon is None else int(horizon)
         if not 1 <= self.horizon <= self.chunk_size:
-            raise ValueError(f"horizon must be in 1..chunk_size={self.chunk_size}, got {horizon}")
+            raise InputError(f"horizon must be in 1..chunk_size={self.chunk_size}, got {horizon}")
         if not 0 <= int(threshold) < self.horizon:
-            raise ValueError(f"queue_threshold must be in 0..{self.horizon - 1} (fewer than the {self.horizon} "
+            raise InputError(f"queue_threshold must be in 0..{self.horizon - 1} (fewer than the {self.horizon} "
                              f"actions a chunk adds), got {threshold}")
         self.threshold, self.blocking = int(threshold), bool(blocking)
         self.plan = ActionPlan(blend, self.chunk_size, coeff, crossfade_steps)
@@ -84,7 +85,7 @@ class ChunkScheduler:
             raise RuntimeError("no query in flight")
         chunk = np.asarray(chunk)
         if chunk.ndim != 2 or len(chunk) != self.chunk_size:
-            raise ValueError(f"expected a chunk of shape ({self.chunk_size}, A), got {chunk.shape}")
+            raise InputError(f"expected a chunk of shape ({self.chunk_size}, A), got {chunk.shape}")
         observed, self.in_flight = self.in_flight, None
         skipped = self.plan.add(chunk[:self.horizon], observed, self.clock)
         self.skipped += skipped
@@ -102,31 +103,3 @@ class ChunkScheduler:
             self.held += 1
         return action, switched
 
-
-def execution_settings(chunk_size: int, n_action_steps: int | None, temporal_ensemble_coeff: float | None,
-                       blend: str | None = None, queue_threshold: int | None = None) -> dict:
-    """The scheduler settings of the execution modes, with every choice checked.
-
-    ``blend`` None: ``ensemble`` with a ``temporal_ensemble_coeff``, else ``replace``. ``replace``
-    plays the first ``n_action_steps`` actions of each chunk (default k) and queries when they are
-    used up; ``ensemble`` and ``crossfade`` plan all k and query every ``n_action_steps`` ticks
-    (default 1 for ``ensemble``, k // 2 for ``crossfade``), i.e. at threshold k - n.
-    """
-    k = int(chunk_size)
-    if blend is None:
-        blend = "ensemble" if temporal_ensemble_coeff is not None else "replace"
-    if blend == "ensemble" and temporal_ensemble_coeff is None:
-        raise ValueError("blend=ensemble needs a temporal_ensemble_coeff (e.g. 0.01)")
-    defaults = {"replace": k, "ensemble": 1, "crossfade": max(1, k // 2)}
-    check_choice("blend", blend, defaults)
-    default_n = defaults[blend]
-    n = default_n if n_action_steps is None else n_action_steps
-    if isinstance(n, bool) or int(n) != n or not 1 <= int(n) <= k:
-        raise ValueError(f"n_action_steps must be in 1..chunk_size={k}, got {n_action_steps}")
-    n = int(n)
-    horizon = n if blend == "replace" else k
-    threshold = (0 if blend == "replace" else k - n) if queue_threshold is None else queue_threshold
-    if isinstance(threshold, bool) or int(threshold) != threshold or not 0 <= int(threshold) < horizon:
-        raise ValueError(f"queue_threshold must be in 0..{horizon - 1}, got {queue_threshold}")
-    return {"blend": blend, "horizon": horizon, "threshold": int(threshold), "n_action_steps": n,
-            "coeff": 0.0 if temporal_ensemble_coeff is None else float(temporal_ensemble_coeff)}

@@ -20,10 +20,11 @@ from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
+from common.errors import InputError, RunError
 from common.io import atomic_path
 
 
-class CheckpointSaveError(RuntimeError):
+class CheckpointSaveError(RunError):
     """A checkpoint could not be written; training stops rather than go on without it."""
 
 
@@ -107,7 +108,7 @@ class SamplesPerSecond(L.Callback):
 
     def __init__(self, window: int = 10):
         if window <= 0:
-            raise ValueError(f"window must be positive, got {window}")
+            raise InputError(f"window must be positive, got {window}")
         self.window = window
         self._times: list[float] = []
 
@@ -120,7 +121,7 @@ class SamplesPerSecond(L.Callback):
             pl_module.log("train/samples_per_s", rate, prog_bar=True, batch_size=1, rank_zero_only=True)
 
 
-class DivergenceError(RuntimeError):
+class DivergenceError(RunError):
     """The loss or the gradients stopped being finite; training stopped before the weights did."""
 
 

@@ -15,6 +15,8 @@ import copy
 import torch
 from torch import nn
 
+from common.errors import InputError
+
 
 def ema_decay_at(decay: float, step: int) -> float:
     """The decay used at optimiser step ``step`` (0-based): ``min(decay, (1 + step) / (10 + step))``."""
@@ -36,7 +38,7 @@ class EMA(nn.Module):
     def __init__(self, net: nn.Module, decay: float):
         super().__init__()
         if isinstance(decay, bool) or not 0.0 <= float(decay) < 1.0:
-            raise ValueError(f"ema_decay must be in [0, 1) or null, got {decay!r}")
+            raise InputError(f"ema_decay must be in [0, 1) or null, got {decay!r}")
         self.decay = float(decay)
         self.net = copy.deepcopy(net).requires_grad_(False).eval()
 

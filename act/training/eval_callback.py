@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import asdict
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -11,7 +12,9 @@ import torch
 
 from act.eval.backends import make_eval_env
 from act.eval.rollout import run_episode
+from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
+from common.errors import InputError
 from common.metrics import summarize
 from envs.constants import MAX_REWARD
 
@@ -45,9 +48,9 @@ class EvalCallback(L.Callback):
                  video_size: Sequence[int] = (240, 320), render_quality: str | None = None,
                  save_best: bool = True, dirpath: str | None = None):
         if every_n_steps <= 0 or num_episodes <= 0:
-            raise ValueError("every_n_steps and num_episodes must be positive")
+            raise InputError("every_n_steps and num_episodes must be positive")
         self.every_n_steps, self.num_episodes, self.seed = every_n_steps, num_episodes, seed
-        self.execution = dict(execution or {})
+        self.execution = ExecutionConfig.from_cfg(execution)  # a wrong setting fails before training starts
         self.video, self.video_size, self.render_quality = video, tuple(video_size), render_quality
         self.save_best, self.dirpath = save_best, dirpath
         self.best_success: float | None = None
@@ -63,8 +66,8 @@ class EvalCallback(L.Callback):
         task = module.net.task
         if self._env is None:
             quality = self.render_quality or module.net.render_quality or "paper"
-            self._env = make_eval_env("native", task, module.camera_names, module.image_size, quality)
-        policy = ACTPolicy(module, device=module.device, **self.execution)
+            self._env = make_eval_env("native", task, module.net.camera_names, module.net.image_size, quality)
+        policy = ACTPolicy(module, device=module.device, **asdict(self.execution))
         video_dir = Path(trainer.default_root_dir) / "eval_videos"
         results = []
         for i in range(self.num_episodes):

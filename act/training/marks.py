@@ -14,6 +14,7 @@ from typing import Sequence
 import lightning as L
 
 from act.pipeline.budget import TRAINER_OVERHEAD
+from common.errors import InputError
 from common.io import write_json
 
 
@@ -41,9 +42,9 @@ class WallClockCheckpoints(L.Callback):
     def __init__(self, marks_min: Sequence[float], dirpath: str, step_s: float | None = None):
         marks = sorted(float(m) for m in marks_min)
         if not marks or marks[0] <= 0:
-            raise ValueError(f"marks_min must be positive minutes, at least one, got {list(marks_min)}")
+            raise InputError(f"marks_min must be positive minutes, at least one, got {list(marks_min)}")
         if step_s is not None and not step_s > 0:
-            raise ValueError(f"step_s must be positive seconds or null, got {step_s}")
+            raise InputError(f"step_s must be positive seconds or null, got {step_s}")
         self.marks, self.dirpath, self.step_s = marks, Path(dirpath), step_s
         self.elapsed_before = 0.0  # seconds trained before this process (resume)
         self.saved: list[dict] = []

@@ -16,19 +16,15 @@ import numpy as np
 import torch
 
 from act.model import ACTConfig
-from act.model.checkpoint import deployment_values, read_checkpoint, upgrade_hparams, upgrade_state_dict
+from act.model.checkpoint import deployment_values, read_checkpoint
 from act.model.loss import act_loss
-from act.model.normalized import STAT_KEYS, NormalizedACT
+from act.model.normalized import NormalizedACT
 from act.training.augment import augment
 from act.training.ema import EMA
 from common.checks import check_choice
+from common.errors import InputError
 
 LR_SCHEDULES = ("constant", "cosine")
-
-
-def _upgrade_on_load(module, state_dict: dict, prefix: str, *args) -> None:
-    """Load-state-dict pre-hook: old checkpoints' keys renamed to the current layout."""
-    upgrade_state_dict(state_dict, prefix)
 
 
 def lr_factor_fn(schedule: str, warmup_steps: int, total_steps: int, min_ratio: float) -> Callable[[int], float]:
@@ -91,7 +87,7 @@ class ACTLitModule(L.LightningModule):
         meta = deployment_values(deployment)
         config = ACTConfig(**{**dict(model), "num_cameras": len(meta["camera_names"])})
         if kl_weight < 0:
-            raise ValueError(f"kl_weight must be >= 0, got {kl_weight}")
+            raise InputError(f"kl_weight must be >= 0, got {kl_weight}")
         self.config = config
         # The network with its statistics and image scaling: the one place normalisation happens.
         self.net = NormalizedACT(config, meta["stats"], meta["camera_names"], meta["image_size"], image_crop,
@@ -101,70 +97,40 @@ class ACTLitModule(L.LightningModule):
         self.lr_backbone = lr_backbone
         check_choice("lr_schedule", lr_schedule, LR_SCHEDULES)
         if lr_warmup_steps < 0:
-            raise ValueError(f"lr_warmup_steps must be >= 0, got {lr_warmup_steps}")
+            raise InputError(f"lr_warmup_steps must be >= 0, got {lr_warmup_steps}")
         if not 0.0 <= lr_min_ratio <= 1.0:
-            raise ValueError(f"lr_min_ratio must be in [0, 1], got {lr_min_ratio}")
+            raise InputError(f"lr_min_ratio must be in [0, 1], got {lr_min_ratio}")
         self.lr_schedule = lr_schedule
         self.lr_warmup_steps = int(lr_warmup_steps)
         self.lr_min_ratio = float(lr_min_ratio)
         self.channels_last = channels_last
         self.val_posterior = val_posterior
         if clip_grad_norm is not None and not clip_grad_norm > 0:
-            raise ValueError(f"clip_grad_norm must be positive or null, got {clip_grad_norm}")
+            raise InputError(f"clip_grad_norm must be positive or null, got {clip_grad_norm}")
         self.clip_grad_norm = clip_grad_norm
         if isinstance(augment_shift, bool) or int(augment_shift) != augment_shift or augment_shift < 0:
-            raise ValueError(f"augment_shift must be a whole number of pixels >= 0, got {augment_shift!r}")
+            raise InputError(f"augment_shift must be a whole number of pixels >= 0, got {augment_shift!r}")
         if not 0.0 <= augment_color < 1.0:
-            raise ValueError(f"augment_color must be in [0, 1), got {augment_color}")
+            raise InputError(f"augment_color must be in [0, 1), got {augment_color}")
         self.augment_shift, self.augment_color = int(augment_shift), float(augment_color)
         # The weight average the policy is deployed with (created after the network's weights are final).
         self.ema = None if ema_decay is None else EMA(self.net, ema_decay)
-        # Checkpoints written before the network carried its statistics name its weights model.* and
-        # the statistics qpos_mean, ...: renamed on load (by Lightning's loader and on resume alike).
-        self.register_load_state_dict_pre_hook(_upgrade_on_load)
         self._pending_rng_state = None
 
     @classmethod
     def load_from_checkpoint(cls, checkpoint_path: str | Path, map_location: str | torch.device | None = None,
                              **overrides) -> "ACTLitModule":
-        """The module of a checkpoint of any layout (hyper-parameters and weights upgraded to the
-        current one; see ``act.model.checkpoint``), read without running code from the file."""
+        """The module of a checkpoint (see ``act.model.checkpoint``), read without running code from the file."""
         checkpoint = read_checkpoint(checkpoint_path)
-        module = cls(**{**upgrade_hparams(checkpoint["hyper_parameters"]), **overrides})
+        module = cls(**{**checkpoint["hyper_parameters"], **overrides})
         module.load_state_dict(checkpoint["state_dict"])
         return module if map_location is None else module.to(map_location)
 
-    # -- the policy's view ------------------------------------------------------------------
-    @property
-    def model(self):
-        """The bare ``ACT`` network (normalised inputs and outputs)."""
-        return self.net.model
-
+    # -- the policy's view (everything else of the network: self.net) -----------------------
     @property
     def policy_net(self) -> NormalizedACT:
         """The network a policy runs: the weight average when one is kept, else the trained weights."""
         return self.net if self.ema is None else self.ema.net
-
-    @property
-    def camera_names(self) -> list[str]:
-        return self.net.camera_names
-
-    @property
-    def image_size(self) -> tuple[int, int]:
-        return self.net.image_size
-
-    @property
-    def image_crop(self) -> tuple[int, int, int, int] | None:
-        return self.net.image_crop
-
-    def __getattr__(self, name: str):
-        if name in STAT_KEYS:  # module.action_mean etc.: the network's statistics
-            return getattr(self.net, name)
-        return super().__getattr__(name)
-
-    def normalize_images(self, images: torch.Tensor) -> torch.Tensor:
-        """(B, C, 3, H, W) uint8 -> (B, C, 3, h, w) float (see ``NormalizedACT.normalize_images``)."""
-        return self.net.normalize_images(images)
 
     def forward(self, qpos: torch.Tensor, images: torch.Tensor, actions=None, is_pad=None) -> dict:
         """Raw qpos (B, D), uint8 images (B, C, 3, H, W), raw actions (B, k, A) -> network outputs
@@ -213,15 +179,15 @@ class ACTLitModule(L.LightningModule):
     def check_schedule(self, max_steps: int | None) -> None:
         """Raise ``ValueError`` if the learning-rate schedule cannot work within ``max_steps``."""
         if self.lr_schedule == "cosine" and (max_steps is None or max_steps <= self.lr_warmup_steps):
-            raise ValueError(f"policy.lr_schedule=cosine needs trainer.max_steps ({max_steps}) > "
+            raise InputError(f"policy.lr_schedule=cosine needs trainer.max_steps ({max_steps}) > "
                              f"policy.lr_warmup_steps ({self.lr_warmup_steps})")
 
     def build_optimizer(self) -> torch.optim.Optimizer:
         """The optimiser over two groups: the backbone at ``lr_backbone``, the rest at its own lr."""
         if self.optimizer_factory is None:
-            raise ValueError("ACTLitModule needs an optimizer (a partial, e.g. torch.optim.AdamW) to train")
-        backbone = [p for n, p in self.model.named_parameters() if n.startswith("backbone.") and p.requires_grad]
-        rest = [p for n, p in self.model.named_parameters() if not n.startswith("backbone.") and p.requires_grad]
+            raise InputError("ACTLitModule needs an optimizer (a partial, e.g. torch.optim.AdamW) to train")
+        backbone = [p for n, p in self.net.model.named_parameters() if n.startswith("backbone.") and p.requires_grad]
+        rest = [p for n, p in self.net.model.named_parameters() if not n.startswith("backbone.") and p.requires_grad]
         return self.optimizer_factory([{"params": rest}, {"params": backbone, "lr": self.lr_backbone}])
 
     def configure_optimizers(self):

@@ -13,20 +13,29 @@ import lightning as L
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from lightning.pytorch.callbacks import OnExceptionCheckpoint
+from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from act.training.callbacks import ResumableCSVLogger, SafeCheckpointIO
 from act.data.datamodule import ACTDataModule
 from act.data.schema import EpisodeFormatError
-from act.model.checkpoint import CheckpointError, read_checkpoint, upgrade_hparams
+from act.model.checkpoint import CheckpointError, read_checkpoint
 from act.runtime.precision import resolve_precision
+from act.training.resume import resume_checkpoint
+from common.errors import InputError
 from common.io import unwritable_reason
 from common.lock import folder_lock
 
 log = logging.getLogger(__name__)
 
 
-class ConfigError(ValueError):
+@rank_zero_only
+def say(*args, **kwargs) -> None:
+    """``print`` in the rank-zero process only: under DDP every device runs this code."""
+    print(*args, **kwargs)
+
+
+class ConfigError(InputError):
     """A training config that cannot work; raised before any training step."""
 
 
@@ -38,11 +47,17 @@ def record_command(cfg: DictConfig, out_dir: str | None = None) -> str:
             f"cameras=[{cams}] image_size=[{size[0]},{size[1]}] render_quality={cfg.task.render_quality}")
 
 
-def build_datamodule(cfg: DictConfig) -> ACTDataModule:
-    """The data module, set up and checked against the task and policy settings."""
+def check_dataset_folder(cfg: DictConfig) -> Path:
+    """``data.dataset_dir``, which must exist; else the command that records it."""
     folder = Path(cfg.data.dataset_dir)
     if not folder.is_dir():
-        raise ConfigError(f"dataset folder {folder} does not exist; create it with:\n  {record_command(cfg)}")
+        raise ConfigError(f"dataset folder {folder} does not exist; create it with: {record_command(cfg)}")
+    return folder
+
+
+def build_datamodule(cfg: DictConfig) -> ACTDataModule:
+    """The data module, set up and checked against the task and policy settings."""
+    folder = check_dataset_folder(cfg)
     try:
         dm: ACTDataModule = instantiate(cfg.data)
     except InstantiationException as err:  # the data module's own message (e.g. batch_size)
@@ -67,9 +82,9 @@ def build_datamodule(cfg: DictConfig) -> ACTDataModule:
                           f"demos into a new folder and train on that: {record_command(cfg, other)} "
                           f"num_episodes=<N>, then data.dataset_dir={other}")
     if dm.val_set is None:
-        print(f"warning: {folder} holds {len(index)} episode(s) and data.val_fraction={cfg.data.val_fraction}: no "
-              "validation split, so no val/l1 and no best checkpoint (only last.ckpt); record more episodes for "
-              "validation", file=sys.stderr)
+        say(f"warning: {folder} holds {len(index)} episode(s) and data.val_fraction={cfg.data.val_fraction}: no "
+            "validation split, so no val/l1 and no best checkpoint (only last.ckpt); record more episodes for "
+            "validation", file=sys.stderr)
     shortest = int(index.lengths.min())
     if cfg.policy.model.chunk_size > shortest:
         raise ConfigError(f"policy.model.chunk_size={cfg.policy.model.chunk_size} is longer than the shortest episode "
@@ -84,13 +99,9 @@ def build_module(cfg: DictConfig, dm: ACTDataModule) -> L.LightningModule:
         raise ConfigError(f"the data has state/action dims {index.state_dim}/{index.action_dim}, the policy "
                           f"expects {cfg.policy.model.state_dim}/{cfg.policy.model.action_dim}")
     stats = {k: v.tolist() for k, v in dm.stats.items()}
-    try:
-        deployment = {"camera_names": list(index.cameras), "image_size": list(index.image_shape[:2]),
-                      "stats": stats, "task": cfg.task.name, "render_quality": index.attrs.get("render_quality")}
-        module = instantiate(cfg.policy, deployment=deployment, _convert_="all")
-    except InstantiationException as err:  # surface the policy's own message (e.g. ACTConfig's)
-        cause = err.__cause__ if isinstance(err.__cause__, ValueError) else err
-        raise ConfigError(f"policy config: {cause}") from err
+    deployment = {"camera_names": list(index.cameras), "image_size": list(index.image_shape[:2]),
+                  "stats": stats, "task": cfg.task.name, "render_quality": index.attrs.get("render_quality")}
+    module = policy_module(cfg.policy, deployment)
     # Set after instantiation: Hydra would otherwise build every `_target_` inside the config.
     module.hparams["train_config"] = OmegaConf.to_container(cfg, resolve=True)
     return module
@@ -99,8 +110,19 @@ def build_module(cfg: DictConfig, dm: ACTDataModule) -> L.LightningModule:
 def build_probe_module(cfg: DictConfig) -> L.LightningModule:
     """An untrained module shaped as ``cfg`` says (task cameras and image size, no dataset): for
     timing steps and queries before the data exists."""
-    deployment = {"camera_names": list(cfg.task.cameras), "image_size": list(cfg.task.image_size)}
-    return instantiate(cfg.policy, deployment=deployment, _convert_="all")
+    return policy_module(cfg.policy, {"camera_names": list(cfg.task.cameras), "image_size": list(cfg.task.image_size)})
+
+
+def policy_module(policy_cfg: DictConfig, deployment: dict) -> L.LightningModule:
+    """The ``ACTLitModule`` of a ``policy`` config (configs/policy/) for ``deployment``: its
+    ``camera_names`` and ``image_size``, and for a trained network ``stats``, ``task`` and
+    ``render_quality``. The one place a policy config becomes a module (training, the demo's plan,
+    the benchmarks)."""
+    try:
+        return instantiate(policy_cfg, deployment=deployment, _convert_="all")
+    except InstantiationException as err:  # surface the policy's own message (e.g. ACTConfig's)
+        cause = err.__cause__ if isinstance(err.__cause__, ValueError) else err
+        raise ConfigError(f"policy config: {cause}") from err
 
 
 def build_trainer(cfg: DictConfig) -> L.Trainer:
@@ -128,16 +150,13 @@ def checkpoint_folders(trainer: L.Trainer) -> list[Path]:
 
 
 def resume_path(cfg: DictConfig, trainer: L.Trainer) -> Path | None:
-    """``ckpt_path``, or else the newest ``last.ckpt``/``interrupted.ckpt`` already in the run folder
-    (Lightning would resume from it silently; here it is said)."""
+    """``ckpt_path``, or else the checkpoint already in the run folder at the highest step
+    (``act.training.resume``; Lightning would resume from it silently; here it is said)."""
     if cfg.ckpt_path is not None:
         return Path(cfg.ckpt_path)
-    found = [folder / name for folder in checkpoint_folders(trainer) for name in ("last.ckpt", "interrupted.ckpt")]
-    found = [path for path in found if path.is_file()]
-    if not found:
-        return None
-    path = max(found, key=lambda p: p.stat().st_mtime)
-    print(f"resuming from {path}, found in the run folder (give a new out_dir to start afresh)")
+    path, step = resume_checkpoint(checkpoint_folders(trainer))
+    if path is not None:
+        say(f"resuming from {path} (step {step}), found in the run folder (give a new out_dir to start afresh)")
     return path
 
 
@@ -151,11 +170,12 @@ def check_resume(path: Path, checkpoint: dict, module: L.LightningModule, restar
     def plain(value):
         return [plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
-    saved, now = upgrade_hparams(checkpoint["hyper_parameters"]), module.hparams
+    saved, now = checkpoint["hyper_parameters"], module.hparams
+    deployment = saved["deployment"] or {}
     pairs = [(f"policy.model.{key}", saved["model"][key], value)
              for key, value in dict(now["model"]).items() if key in saved.get("model", {}) and key not in INIT_ONLY]
-    pairs += [(name, saved["deployment"].get(key), now["deployment"].get(key))
-              for key, name in RESUME_SETTINGS.items() if key in saved["deployment"]]
+    pairs += [(name, deployment.get(key), now["deployment"].get(key))
+              for key, name in RESUME_SETTINGS.items() if key in deployment]
     if "image_crop" in saved:
         pairs.append(("policy.image_crop", saved["image_crop"], now.get("image_crop")))
     differ = [(name, old, new) for name, old, new in pairs if plain(old) != plain(new)]
@@ -173,13 +193,13 @@ def resolve_trainer_precision(cfg: DictConfig) -> str:
     """Replace ``trainer.precision`` ``auto`` by what this machine runs natively; say why, once."""
     requested = str(cfg.trainer.precision)
     if requested in OTHER_LIGHTNING_PRECISIONS:  # e.g. 16-mixed on GPUs without bf16: the user's call
-        print(f"training precision: {requested} (requested)")
+        say(f"training precision: {requested} (requested)")
         return requested
     try:
         choice = resolve_precision(requested, cfg.trainer.get("accelerator", "cpu"))
     except ValueError as err:
         raise ConfigError(f"trainer.precision: {err}") from err
-    print(f"training precision: {choice.precision} ({requested}: {choice.reason})")
+    say(f"training precision: {choice.precision} ({requested}: {choice.reason})")
     with open_dict(cfg):
         cfg.trainer.precision = choice.precision
     return choice.precision
@@ -230,8 +250,33 @@ def fit(cfg: DictConfig, dm: ACTDataModule, module: L.LightningModule, trainer: 
         trainer.fit(module, datamodule=dm, ckpt_path=None if ckpt_path is None else str(ckpt_path))
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
     for cb in trainer.checkpoint_callbacks:
-        if getattr(cb, "monitor", None) == "val/l1" and cb.best_model_score is not None \
+        if getattr(cb, "monitor", None) and cb.best_model_score is not None \
                 and math.isfinite(float(cb.best_model_score)) and Path(cb.best_model_path).is_file():
-            metrics["best/val_l1"] = float(cb.best_model_score)  # only a finite score, of a file that exists
+            metrics[best_key(cb.monitor)] = float(cb.best_model_score)  # only a finite score, of a file that exists
             metrics["best_ckpt"] = cb.best_model_path
     return metrics
+
+
+def best_key(metric: str) -> str:
+    """``val/l1`` -> ``best/val_l1``: the key of the best checkpoint's score of ``metric`` in ``train``'s metrics."""
+    return "best/" + metric.replace("/", "_")
+
+
+def sweep_value(metrics: dict, metric: str) -> float | None:
+    """What a sweeper optimises: the best checkpoint's score of ``metric`` where a checkpoint callback
+    ranks by it, else its last logged value (None: never logged)."""
+    return metrics.get(best_key(metric), metrics.get(metric))
+
+
+def train_objective(cfg: DictConfig) -> float | None:
+    """``train(cfg)``, one line saying how it ended, and ``cfg.optimized_metric``'s value for a sweeper
+    (``-m``, ``hparams_search=optuna``)."""
+    metrics = train(cfg)
+    value = sweep_value(metrics, cfg.optimized_metric)
+    if value is None:
+        say(f"warning: no {cfg.optimized_metric} was logged: validation never ran (trainer.val_check_interval="
+            f"{cfg.trainer.val_check_interval} > trainer.max_steps={cfg.trainer.max_steps}, or no validation "
+            "episodes); sweepers need it", file=sys.stderr)
+    best = metrics.get("best_ckpt") or "none"  # set only for a file that exists
+    say(f"done: {cfg.optimized_metric} {value} | best checkpoint {best} | run folder {cfg.out_dir}")
+    return value

@@ -18,6 +18,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from common.errors import InputError, RunError
 from common.io import atomic_path
 
 os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints a banner per encoder otherwise: errors only
@@ -35,7 +36,7 @@ ENCODERS = (("libsvtav1", {"g": str(GOP), "crf": str(CRF), "preset": "12"}),
 log = logging.getLogger(__name__)
 
 
-class VideoError(ValueError):
+class VideoError(InputError):
     """An mp4 that cannot be read as expected; the message starts with the file's path."""
 
 
@@ -48,8 +49,8 @@ def choose_encoder() -> tuple[str, dict[str, str]]:
                 log.warning("this PyAV build has no libsvtav1 encoder: videos are encoded with %s instead "
                             "(LeRobot decodes it too)", name)
             return name, dict(options)
-    raise RuntimeError(f"this PyAV build has none of the encoders {[n for n, _ in ENCODERS]}; "
-                       "use images=image (lossless PNG) instead")
+    raise RunError(f"this PyAV build has none of the encoders {[n for n, _ in ENCODERS]}; "
+                   "use images=image (lossless PNG) instead")
 
 
 def video_info(codec: str, height: int, width: int, fps: int) -> dict:
@@ -80,7 +81,7 @@ def encode_frames(path: Path | str, frames: Iterable[np.ndarray], fps: int, enco
                 container.mux(stream.encode(video_frame))
                 count += 1
             if count == 0:
-                raise ValueError(f"no frames to encode into {path}")
+                raise InputError(f"no frames to encode into {path}")
             container.mux(stream.encode())
     return count
 

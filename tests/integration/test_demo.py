@@ -1,0 +1,126 @@
+"""The pipeline behind scripts/demo.py (`make demo`): record -> train -> evaluate -> plot, resumable stage by
+stage (run in this process; tests/e2e/test_scripts.py runs the script)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+import act.pipeline.demo as demo_pipeline
+from act.training.run import ConfigError, train
+from helpers import CONFIGS, ROOT, assert_same_weights, demo_overrides, make_cfg
+
+
+def run_demo(monkeypatch, capsys, *overrides) -> str:
+    """What ``scripts/demo.py <overrides>`` does, in this process; returns what it printed. The
+    pipeline reads the command line's overrides from Hydra (an explicit trainer.max_steps wins)."""
+    monkeypatch.setattr(demo_pipeline, "explicit_overrides", lambda: list(overrides))
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        demo_pipeline.run(compose("demo", overrides=list(overrides)))
+    return capsys.readouterr().out
+
+
+def test_demo_runs_every_stage_then_resumes_without_repeating(monkeypatch, capsys, tmp_path):
+    out = tmp_path / "demo"
+    first = run_demo(monkeypatch, capsys, *demo_overrides(tmp_path, "trainer.max_steps=4"))
+    assert "0 kept + 2 recorded" in first and "[2/4] training: 4 steps" in first
+    # Before training, the plan: each stage timed on this machine.
+    assert "plan, timed on this machine" in first and "4 steps x" in first
+    assert "2 episodes: 10 batched queries" in first  # side by side, 40 steps, a query every 4
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["train_steps"] == 4 and summary["num_episodes"] == 2 and 0.0 <= summary["success_rate"] <= 1.0
+    assert set(summary["planned_s"]) == {"train", "eval"} and all(v > 0 for v in summary["planned_s"].values())
+    low, high = summary["success_rate_ci95"]
+    assert low <= summary["success_rate"] <= high and set(summary["stage_rates"]) == {"1", "2", "3", "4"}
+    assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "filmstrip.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # the first video, frame by frame
+    assert len(summary["videos"]) == 1 and (out / "eval" / "metrics.json").is_file()
+    metrics = json.loads((out / "eval" / "metrics.json").read_text())
+    assert metrics["seeds"] == [100000, 100001] and metrics["ckpt_step"] == 4
+    assert f"transfer_cube: success {summary['successes']}/2 = " in first and "[95% CI" in first
+    assert "plot:" in first and str(out / "curves.png") in first
+
+    # More steps: demos kept, training resumed from step 4, evaluation redone for the new checkpoint.
+    second = run_demo(monkeypatch, capsys, *demo_overrides(tmp_path, "trainer.max_steps=6"))
+    assert "2 kept + 0 recorded" in second and "resuming from step 4" in second
+    assert json.loads((out / "eval" / "metrics.json").read_text())["ckpt_step"] == 6
+    # The same command again: nothing is repeated.
+    third = run_demo(monkeypatch, capsys, *demo_overrides(tmp_path, "trainer.max_steps=6"))
+    assert "already at step 6 of 6" in third and "evaluation: already done" in third
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["+demo.eval.seed=10"], "evaluation seeds 10-11 may overlap the demo seeds 0-23"),
+    (["+demo.eval.episodes=2"], "demo.eval.episodes is not an eval.py setting (configs/eval.yaml)"),
+    (["demo.checkpoint=first"], "demo.checkpoint='first' is unknown; valid: last, best"),
+])
+def test_demo_rejects_unworkable_settings(tmp_path, extra, message):
+    # act/pipeline/demo.py's run() on the composed config refuses before recording or training anything (the
+    # script prints these as `error: ...` and exits 2: tests/e2e/test_scripts.py).
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = compose("demo", overrides=demo_overrides(tmp_path, *extra))
+        with pytest.raises((ConfigError, ValueError)) as info:
+            demo_pipeline.run(cfg)
+    assert message in str(info.value)
+    assert not (tmp_path / "data").exists() and not (tmp_path / "demo" / "train" / "checkpoints").exists()
+
+
+def test_interrupted_training_saves_a_checkpoint_that_resumes_exactly(demos, six_step_run, tmp_path):
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(SystemExit):  # Lightning turns Ctrl-C into a checkpoint hook + exit(1)
+            train(make_cfg(demos, tmp_path / "cut", "trainer.max_steps=6", "+callbacks.cut._target_=helpers.InterruptAt",
+                           "+callbacks.cut.step=3"))
+    finally:
+        signal.signal(signal.SIGINT, handler)  # Lightning ignores further Ctrl-C after the first
+    saved = tmp_path / "cut" / "checkpoints" / "interrupted.ckpt"
+    assert torch.load(saved, weights_only=True)["global_step"] == 3
+    train(make_cfg(demos, tmp_path / "resumed", "trainer.max_steps=6", f"ckpt_path={saved}"))
+    assert_same_weights(six_step_run / "checkpoints" / "last.ckpt", tmp_path / "resumed" / "checkpoints" / "last.ckpt")
+    # A run that ends normally leaves no stale interrupted.ckpt behind.
+    assert not (tmp_path / "resumed" / "checkpoints" / "interrupted.ckpt").exists()
+
+
+def test_make_demo_task_runs_that_task_s_quickstart():
+    def demo_args(*args):  # what `make demo` passes to scripts/demo.py before ARGS (read, nothing run:
+        # `make -n demo` would run the recipe, whose line calls $(MAKE))
+        show = "--eval=show-demo-args: ; @echo '[$(DEMO_TASK_ARGS)]'"
+        return subprocess.run(["make", "-s", show, "show-demo-args", *args], cwd=ROOT, capture_output=True,
+                              text=True, check=True).stdout.strip()
+    assert demo_args("TASK=insertion") == "[experiment=cpu_quickstart_insertion]"
+    assert demo_args() == demo_args("TASK=transfer_cube") == "[]"
+
+
+@pytest.mark.parametrize("overrides, task, size, quality, steps, weights", [
+    (["experiment=cpu_quickstart"], "transfer_cube", [120, 160], "fast", None, None),  # steps: chosen by measurement
+    (["experiment=cpu_quickstart_insertion"], "insertion", [120, 160], "fast", None, None),
+    (["experiment=paper"], "transfer_cube", [480, 640], "paper", 10000, "imagenet"),
+    (["experiment=paper", "task=insertion"], "insertion", [480, 640], "paper", 10000, "imagenet"),
+])
+def test_experiments_compose_with_their_demo_blocks(overrides, task, size, quality, steps, weights):
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = compose("demo", overrides=overrides)
+        alone = compose("train", overrides=overrides)
+        eval_defaults = compose("eval")
+    assert cfg.task.name == task and list(cfg.task.image_size) == size and list(cfg.task.cameras) == ["top"]
+    assert cfg.task.render_quality == quality and cfg.trainer.max_steps == (steps or cfg.trainer.max_steps) > 0
+    evaluation = OmegaConf.merge(eval_defaults, cfg.demo.eval)  # as scripts/demo.py composes it
+    assert cfg.policy.model.backbone_weights == weights and evaluation.seed == 100000 and evaluation.num_episodes == 50
+    assert cfg.out_dir == f"{cfg.demo.dir}/train" and cfg.policy._target_ == "act.training.module.ACTLitModule"
+    assert cfg.data.chunk_size == cfg.policy.model.chunk_size
+    if overrides[0].startswith("experiment=cpu_quickstart"):  # each task's demos and run in their own folders
+        assert cfg.data.dataset_dir == f"datasets/quickstart_{task}"
+        assert cfg.demo.dir == {"transfer_cube": "outputs/demo", "insertion": "outputs/demo_insertion"}[task]
+    if overrides[0] == "experiment=paper":  # the paper's network, optimiser and execution, unchanged
+        assert cfg.policy.model.chunk_size == 100 and cfg.policy.model.hidden_dim == 512 and cfg.policy.model.ff_dim == 3200
+        assert cfg.policy.optimizer.lr == 1e-5 and cfg.data.batch_size == 8 and cfg.policy.kl_weight == 10
+        assert cfg.execution.temporal_ensemble_coeff == 0.01 and cfg.execution.n_action_steps is None
+        assert cfg.data.dataset_dir == f"datasets/paper_{task}" and cfg.demo.dir == f"outputs/paper_{task}"
+    # train.py sees the same training settings.
+    assert alone.task == cfg.task and alone.policy == cfg.policy and alone.trainer == cfg.trainer

@@ -1,0 +1,103 @@
+"""Recording demonstrations: resumable, atomic, refusing to mix tasks."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+
+from act.data.episodes import EpisodeIndex
+from act.data.inspect import validate
+from act.data.record import RecordSettings, record, record_with_bar
+from act.data.schema import list_episode_files, write_episode
+
+
+def settings(out_dir, num_episodes, task="transfer_cube", **kwargs):
+    return RecordSettings(task=task, num_episodes=num_episodes, out_dir=out_dir, cameras=("top",),
+                          image_size=(24, 32), render_quality="fast", workers=0, **kwargs)
+
+
+def test_record_then_resume_keeps_existing_episodes(tmp_path):
+    first = record(settings(tmp_path, 2))
+    assert (first.kept, first.recorded) == (0, 2)
+    stamps = {p.name: p.stat().st_mtime_ns for _, p in list_episode_files(tmp_path)}
+    second = record(settings(tmp_path, 3))
+    assert (second.kept, second.recorded, second.attempts) == (2, 1, 1)
+    assert {p.name: p.stat().st_mtime_ns for _, p in list_episode_files(tmp_path)[:2]} == stamps
+    index = EpisodeIndex(tmp_path)
+    assert [info.attrs["seed"] for info in index.episodes] == [0, 1, 2]
+    attrs = index.episodes[2].attrs
+    assert attrs["task"] == "transfer_cube" and attrs["fps"] == 50 and attrs["success"] and attrs["max_reward"] == 4
+    assert attrs["cameras"] == ["top"] and attrs["sim"] is True
+    assert index.image_shape == (24, 32, 3) and list(index.lengths) == [400, 400, 400]
+    assert record(settings(tmp_path, 3)).attempts == 0  # nothing left to do
+
+
+def test_progress_bar_counts_episodes_on_disk_and_failed_seeds(tmp_path, capsys):
+    result = record_with_bar(settings(tmp_path, 1))
+    bar = capsys.readouterr().err.replace("\r", "\n").splitlines()[-1]
+    assert result.recorded == 1
+    assert bar.startswith("record transfer_cube: 100%") and "1/1" in bar
+    assert "failed=0/1, seed=0" in bar  # tqdm sorts the postfix keys
+
+
+def test_interrupted_run_leaves_only_complete_episodes_and_resumes(tmp_path):
+    def stop_after_first(outcome, on_disk):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        record(settings(tmp_path, 3), progress=stop_after_first)
+    assert [p.name for p in tmp_path.iterdir()] == ["episode_0.hdf5"]
+    # Leftovers of a run killed mid-write, and a damaged episode.
+    (tmp_path / ".seed_7.pending.hdf5").write_bytes(b"partial")
+    (tmp_path / ".episode_1.x1y2.tmp.hdf5").write_bytes(b"partial")
+    (tmp_path / "episode_1.hdf5").write_bytes(b"partial")
+    result = record(settings(tmp_path, 3))
+    assert (result.kept, result.recorded) == (1, 2)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["episode_0.hdf5", "episode_1.hdf5", "episode_1.hdf5.corrupt", "episode_2.hdf5"]
+    assert validate(tmp_path) == []
+
+
+def test_failed_write_leaves_no_episode_file(tmp_path, monkeypatch):
+    def disk_full(self, name, *args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(h5py.Group, "create_dataset", disk_full)
+    ep = {"qpos": np.zeros((5, 14)), "action": np.zeros((5, 14)), "images": {"top": np.zeros((5, 4, 4, 3), np.uint8)}}
+    with pytest.raises(OSError, match="disk full"):
+        write_episode(tmp_path / "episode_0.hdf5", **ep)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_refuses_a_folder_of_another_task(tmp_path):
+    record(settings(tmp_path, 1))
+    with pytest.raises(ValueError, match="'transfer_cube'.*another out_dir"):
+        record(settings(tmp_path, 2, task="insertion"))
+    with pytest.raises(ValueError, match="cameras"):
+        record(RecordSettings(task="transfer_cube", num_episodes=2, out_dir=tmp_path, cameras=("top",),
+                              image_size=(48, 64), render_quality="fast", workers=0))
+    with pytest.raises(ValueError, match="rendered at quality 'fast'.*render_quality=fast"):
+        record(RecordSettings(task="transfer_cube", num_episodes=2, out_dir=tmp_path, cameras=("top",),
+                              image_size=(24, 32), render_quality="paper", workers=0))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(task="stack"), "transfer_cube"),
+    (dict(compression="zstd"), "gzip"),
+    (dict(cameras=("top", "roof")), "roof"),
+    (dict(cameras=()), "at least one camera"),
+    (dict(num_episodes=0), "num_episodes"),
+    (dict(image_size=(0, 10)), "image_size"),
+])
+def test_bad_settings(tmp_path, kwargs, message):
+    base = dict(task="transfer_cube", num_episodes=2, out_dir=tmp_path)
+    with pytest.raises(ValueError, match=message):
+        RecordSettings(**{**base, **kwargs})
+
+
+def test_gives_up_after_max_attempts(tmp_path):
+    with pytest.raises(RuntimeError, match="max_attempts=1"):
+        record(settings(tmp_path, 2, max_attempts=1))
+
+

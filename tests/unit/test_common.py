@@ -1,0 +1,42 @@
+"""The torch-free helpers in common/: success-rate intervals, stage rates, videos and atomic writes."""
+
+from __future__ import annotations
+
+import imageio.v2 as imageio
+import numpy as np
+import pytest
+
+from common.io import write_json
+from common.metrics import summarize, wilson_interval
+from common.video import write_mp4
+
+
+def test_wilson_interval_known_values():
+    low, high = wilson_interval(8, 10)
+    assert low == pytest.approx(0.4902, abs=1e-3) and high == pytest.approx(0.9433, abs=1e-3)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    low, high = wilson_interval(50, 50)
+    assert high == pytest.approx(1.0) and 0.92 < low < 0.94
+
+
+def test_summarize_stage_rates():
+    summary = summarize([0, 1, 2, 4, 4], max_reward=4)
+    assert summary["success_rate"] == pytest.approx(0.4)
+    assert summary["stage_rates"] == {"1": 0.8, "2": 0.6, "3": 0.4, "4": 0.4}
+    assert summary["mean_max_reward"] == pytest.approx(2.2)
+
+
+def test_mp4_round_trip_with_odd_size(tmp_path):
+    frames = [np.full((21, 33, 3), 20 * i, np.uint8) for i in range(6)]
+    path = write_mp4(tmp_path / "clip.mp4", frames, fps=50)
+    read = [f for f in imageio.get_reader(path)]
+    assert len(read) == 6 and read[0].shape == (22, 34, 3)
+    assert list(tmp_path.iterdir()) == [path]  # no temporary file left behind
+
+
+def test_failed_write_leaves_nothing(tmp_path):
+    with pytest.raises(ValueError):
+        write_mp4(tmp_path / "empty.mp4", [], fps=50)
+    with pytest.raises(TypeError):
+        write_json(tmp_path / "m.json", {"x": object()})
+    assert list(tmp_path.iterdir()) == []
