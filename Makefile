@@ -16,9 +16,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-# One pytest worker per core (pytest-xdist), one thread each (tests/conftest.py).
+# One pytest worker per core (pytest-xdist), one thread each (tests/conftest.py); idle workers steal
+# queued tests, so the run does not end on one worker's backlog.
 test: install
-	$(PY) -m pytest -q -m "not slow" -n auto
+	$(PY) -m pytest -q -m "not slow" -n auto --dist worksteal
 
 test-slow: install
 	$(PY) -m pytest -q -m slow

@@ -4,15 +4,9 @@
     /work/lerobot-venv/bin/pip install 'lerobot[dataset]==0.6.1'
     LEROBOT_PYTHON=/work/lerobot-venv/bin/python python scripts/check_lerobot.py out=outputs/check_lerobot
 
-1. Ours -> LeRobot: ``src`` (default: 3 freshly recorded 120x160 transfer-cube demos) is converted
-   with images=image and images=video; ``LeRobotDataset(repo_id, root=...)`` loads each: states,
-   actions and velocities must be identical, frames identical (image) or above ``min_psnr`` (video),
-   timestamps on the 1/fps grid, and LeRobot's stats mean/std those of our normalisation.
-2. LeRobot -> ours: ``LeRobotDataset.create``/``add_frame``/``save_episode``/``finalize`` write the same
-   episodes (video and image); our loader must read identical arrays, and ``scripts/train.py
-   experiment=smoke`` must train on the video one for ``steps`` steps.
-
-Prints one PASS/FAIL line per check, writes ``<out>/check_lerobot.json``; exit 1 if any check fails.
+Both directions (ours read by LeRobotDataset, LeRobot's writer read by us and trained on): see
+act/data/lerobot/check.py and docs/lerobot.md. Prints one PASS/FAIL line per check, writes
+``<out>/check_lerobot.json``; exit 1 if any check fails.
 """
 
 from __future__ import annotations

@@ -81,11 +81,7 @@ def plot_run(csv_path: str | Path, metrics: dict | None, out_png: str | Path, ti
         ax.tick_params(axis="x", labelrotation=20)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    with atomic_path(out_png) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
-    return Path(out_png)
+    return _save(fig, out_png)
 
 
 def plot_curves(curve_files, out_png: str | Path, title: str | None = None,
@@ -117,6 +113,13 @@ def plot_curves(curve_files, out_png: str | Path, title: str | None = None,
     ax.legend(loc="lower right", fontsize=8)
     if title:
         ax.set_title(title)
+    return _save(fig, out_png)
+
+
+def _save(fig, out_png: str | Path) -> Path:
+    """Lay out ``fig``, write it atomically as a PNG and free it."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     with atomic_path(out_png) as tmp:
         fig.savefig(tmp, dpi=110, format="png")

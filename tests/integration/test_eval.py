@@ -143,6 +143,7 @@ def test_checkpoint_selection_seeds_are_disjoint_from_held_out_seeds():
     # best_eval.ckpt is chosen on the callback's episodes; eval.py and make demo score on theirs.
     import inspect
 
+    from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     from act.training.eval_callback import EvalCallback
@@ -151,9 +152,10 @@ def test_checkpoint_selection_seeds_are_disjoint_from_held_out_seeds():
     configs = ROOT / "configs"
     callback_seed = OmegaConf.load(configs / "callbacks" / "eval.yaml").eval.seed
     eval_seed = OmegaConf.load(configs / "eval.yaml").seed  # make demo's evaluation is eval.yaml + demo.eval
-    held_out_seeds = {"eval.py": eval_seed, **{
-        name: OmegaConf.load(configs / "experiment" / f"{name}.yaml").demo.eval.get("seed", eval_seed)
-        for name in ("cpu_quickstart", "paper")}}
+    with initialize_config_dir(config_dir=str(configs), version_base="1.3"):
+        held_out_seeds = {"eval.py": eval_seed, **{
+            name: compose("demo", overrides=[f"experiment={name}"]).demo.eval.get("seed", eval_seed)
+            for name in ("cpu_quickstart", "cpu_quickstart_insertion", "paper")}}
     chosen = range(callback_seed, callback_seed + 1000)  # room for a user raising num_episodes
     for first in held_out_seeds.values():
         assert set(chosen).isdisjoint(range(first, first + 1000))
