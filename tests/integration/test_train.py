@@ -162,7 +162,9 @@ def test_slurm_launcher_config_composes():
 
 def test_image_crop_is_what_the_network_sees_in_training_and_deployment(demos, tmp_path):
     out = tmp_path / "run"
-    train(make_cfg(demos, out, "trainer.max_steps=2", "policy.image_crop=[4,8,24,16]"))
+    # fp32: on a 24x16 crop, bf16 autocast on the CPU (torch 2.14.1) gave a non-finite gradient now and then
+    # (1 run in 4 here, also with torchvision's own ResNet-18), which StopOnDivergence rightly stops on.
+    train(make_cfg(demos, out, "trainer.max_steps=2", "policy.image_crop=[4,8,24,16]", "trainer.precision=32-true"))
     loaded = ACTLitModule.load_from_checkpoint(out / "checkpoints" / "last.ckpt")
     assert loaded.net.image_crop == (4, 8, 24, 16) and loaded.net.image_size == (IMAGE, IMAGE)
     torch.manual_seed(0)
