@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 TASK ?= transfer_cube
 
-.PHONY: install test test-slow demo experts bench clean
+.PHONY: install test test-slow demo experts bench gpu-check clean
 
 install: $(STAMP)
 
@@ -39,6 +39,12 @@ experts: install
 
 bench: install
 	$(PY) scripts/bench_env.py out_dir=outputs/bench_env
+
+# The checks that need a GPU, about ten minutes on one (docs/gpu.md); one line and exit 2 without CUDA.
+# On a lent GPU machine with no PyPI: bash scripts/gpu_bundle.sh here, then there
+#   PYTHONPATH=$$PWD/.gpu/site:$$PWD MUJOCO_GL=egl make gpu-check PY=python3 ARGS="out_dir=$$OUT/gpu_check"
+gpu-check: $(if $(filter $(VENV)/bin/python,$(PY)),install)
+	@MUJOCO_GL=$${MUJOCO_GL:-egl} $(PY) scripts/gpu_check.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) outputs .pytest_cache

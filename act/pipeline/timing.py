@@ -2,12 +2,14 @@
 
 Both time the real code path (``ACTLitModule.training_step`` + backward + clipping + the optimiser;
 its ``NormalizedACT`` with z = 0) on random inputs of the right shapes: the cost does not depend on
-the pixel values.
+the pixel values. On a GPU every timed call ends with a synchronisation, so that the time is the
+kernels' and not only their launch.
 """
 
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from typing import Callable
 
 import numpy as np
@@ -27,24 +29,73 @@ def random_batch(batch: int, num_cameras: int, image_size, chunk: int, state_dim
             "is_pad": torch.zeros(batch, chunk, dtype=torch.bool)}
 
 
-def training_step_fn(module, batch: dict, precision: str, clip: float | None = 10.0) -> Callable[[], float]:
-    """One optimiser step of ``module`` on ``batch`` as the trainer runs it; returns the loss."""
-    module.train()
+def synchronize(device: str | torch.device = "cpu") -> None:
+    """Wait for the work queued on ``device`` (a no-op on the CPU, whose calls return when done)."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class StepPhases:
+    """Seconds spent in each phase of the steps timed with it: ``{phase: [s, s, ...]}``. Each phase
+    ends with a synchronisation, so on a GPU the phases add up to the step (at some cost to it)."""
+
+    def __init__(self, device: str | torch.device = "cpu"):
+        self.device = device
+        self.seconds: dict[str, list[float]] = defaultdict(list)
+        self._last = 0.0
+
+    def start(self) -> None:
+        synchronize(self.device)
+        self._last = time.perf_counter()
+
+    def mark(self, phase: str) -> None:
+        synchronize(self.device)
+        now = time.perf_counter()
+        self.seconds[phase].append(now - self._last)
+        self._last = now
+
+    def medians_ms(self) -> dict[str, float]:
+        return {phase: 1000 * float(np.median(s)) for phase, s in self.seconds.items()}
+
+
+def training_step_fn(module, batch: dict, precision: str, clip: float | None = 10.0, device: str = "cpu",
+                     phases: StepPhases | None = None) -> Callable[[], float]:
+    """One optimiser step of ``module`` on ``batch`` as the trainer runs it, on ``device``; returns the
+    loss. With ``phases``, each step also records forward, backward, clip, optimizer and ema times."""
+    module.to(device).train()
+    batch = {k: v.to(device) for k, v in batch.items()}
     optimizer = module.build_optimizer()  # a learning-rate schedule does not change the cost of a step
     module.log = lambda *args, **kwargs: None  # no trainer attached
     clip = getattr(module, "clip_grad_norm", None) or clip
+    device_type = torch.device(device).type
+    # fp16 needs its loss scaled (Lightning's 16-mixed does the same); bf16 and fp32 do not.
+    scaler = torch.amp.GradScaler(device_type) if precision == "16-mixed" else None
+    mark = phases.mark if phases is not None else (lambda phase: None)
 
     def step() -> float:
+        if phases is not None:
+            phases.start()
         optimizer.zero_grad(set_to_none=True)
-        with autocast(precision):
+        with autocast(precision, device_type):
             loss = module.training_step(batch, 0)
-        loss.backward()
+        mark("forward")
+        (scaler.scale(loss) if scaler else loss).backward()
+        mark("backward")
+        if scaler:
+            scaler.unscale_(optimizer)
         if clip:
             torch.nn.utils.clip_grad_norm_(module.parameters(), clip)
-        optimizer.step()
+        mark("clip")
+        if scaler:
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            optimizer.step()
+        mark("optimizer")
         if getattr(module, "ema", None) is not None:
             module.ema.update(module.net, 1000)
-        return float(loss.detach())
+        mark("ema")
+        return float(loss.detach())  # synchronises: the step is done when it returns
 
     return step
 
@@ -61,15 +112,19 @@ def time_calls(fn: Callable[[], object], repeats: int, warmup: int = 1) -> np.nd
     return np.asarray(times)
 
 
-def query_fn(module, batch: int, precision: str, seed: int = 0) -> Callable[[], torch.Tensor]:
-    """One batched policy query (z = 0) of ``module`` on ``batch`` random observations."""
-    module.eval()
+def query_fn(module, batch: int, precision: str, seed: int = 0, device: str = "cpu") -> Callable[[], torch.Tensor]:
+    """One batched policy query (z = 0) of ``module`` on ``batch`` random observations, on ``device``
+    (synchronised: the call returns when the actions exist)."""
+    module.to(device).eval()
     data = random_batch(batch, len(module.net.camera_names), module.net.image_size, module.config.chunk_size,
                         module.config.state_dim, module.config.action_dim, seed)
+    data = {k: v.to(device) for k, v in data.items()}
 
     @torch.no_grad()
     def query() -> torch.Tensor:
-        with autocast(precision):
-            return module.net(data["qpos"], data["images"])
+        with autocast(precision, torch.device(device).type):
+            actions = module.net(data["qpos"], data["images"])
+        synchronize(device)
+        return actions
 
     return query

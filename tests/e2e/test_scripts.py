@@ -232,10 +232,22 @@ def test_bench_data_times_recording_files_and_loader(run_script, tmp_path):
 
 
 def test_bench_train_times_training_and_queries(run_script, tmp_path):
-    run_script("bench_train", "policy=small", "image_size=[32,32]", "batch_size=2", "train_steps=1",
-               "inference_queries=1", "precisions=[32-true]", f"out_dir={tmp_path}")
+    run_script("bench_train", "policy=small", "task.image_size=[32,32]", "data.batch_size=2", "train_steps=1",
+               "inference_queries=1", "precisions=[32-true]", "channels_last=[true,false]", f"out_dir={tmp_path}")
     results = json.loads((tmp_path / "metrics.json").read_text())
-    assert results["training"]["32-true"]["ms_per_step"] > 0 and results["inference"]["32-true"]["ms_per_query"] > 0
+    assert set(results["training"]) == {"32-true/channels_last", "32-true/contiguous"}
+    step = results["training"]["32-true/contiguous"]
+    assert step["ms_per_step"] > 0 and results["inference"]["32-true"]["ms_per_query"] > 0
+    # the floor: the step's FLOPs at the matmul rate timed in the same process, and the step's phases
+    assert step["floor_ratio"] == pytest.approx(step["ms_per_step"] / step["floor_ms"])
+    assert set(step["phases_ms"]) == {"forward", "backward", "clip", "optimizer", "ema"}
+    assert results["config"]["batch_size"] == 2 and results["config"]["image_size"] == [32, 32]
+
+
+def test_gpu_check_refuses_without_cuda_in_one_line(run_script, tmp_path):
+    proc = run_script("gpu_check", f"out_dir={tmp_path}", check=False)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: make gpu-check needs a CUDA GPU")
 
 
 def test_bench_lerobot_converts_both_ways_and_times_loaders(run_script, demos, tmp_path):

@@ -1,0 +1,207 @@
+"""``make gpu-check``: everything that needs a GPU, in one script that fits about ten minutes on one.
+
+GPUs are lent to this project now and then, for minutes, so the checks are prepared here and run
+there as one command. Four stages, each a subprocess with its own time limit, so that one failing
+or slow stage still leaves the others' results:
+
+1. ``cuda_tests``: the tests marked ``cuda`` (pytest -m cuda), which CPU machines skip;
+2. ``speed``: the training step of the paper preset and of the quickstart on the GPU, per precision:
+   ms/step, samples/s, TFLOP/s and the ratio to a matmul timed in the same process (scripts/bench_train.py);
+3. ``paper``: a short paper-preset run end to end (4 demos at 480x640, a few hundred steps on the GPU,
+   2 evaluation episodes on the GPU) through scripts/demo.py;
+4. ``quickstart``: the quickstart recipe trained for what is left of the budget (at most
+   ``quickstart_train_min``), its steps sized from stage 2's timing, then evaluated on the 50
+   held-out seeds: what the recipe reaches when steps are cheap.
+
+It writes ``gpu_check.json`` and ``gpu_check.md`` (the tables for docs/results.md) to ``out_dir``.
+Without CUDA it refuses with one line (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig
+
+from act.runtime.precision import resolve_precision
+from common.errors import RunError
+from common.io import atomic_path, write_json
+
+ROOT = Path(__file__).resolve().parents[2]
+PRESETS = {  # the two steps timed; the paper's ImageNet weights cannot be fetched on a closed machine
+    "paper": ["experiment=paper", "policy.model.backbone_weights=null"],
+    "quickstart": ["experiment=cpu_quickstart"],
+}
+
+
+class Clock:
+    """Seconds left of the whole check's budget."""
+
+    def __init__(self, budget_s: float):
+        self.deadline = time.monotonic() + budget_s
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+
+def require_cuda() -> str:
+    """The GPU's name; a one-line ``RunError`` where torch sees none."""
+    if not torch.cuda.is_available():
+        raise RunError(f"make gpu-check needs a CUDA GPU; torch {torch.__version__} sees none here "
+                       "(torch.cuda.is_available() is False). On a CPU machine run `make test`.")
+    return torch.cuda.get_device_name(0)
+
+
+def run_command(args: list[str], log: Path, timeout_s: float, env: dict | None = None) -> dict:
+    """Run ``args`` from the repository root with output to ``log``; kill its whole process group
+    (DDP ranks, evaluation workers) when ``timeout_s`` passes. Returns rc, seconds and the log."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(args, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
+        try:
+            rc = proc.wait(timeout=max(timeout_s, 1.0))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            rc = "timeout"
+    return {"rc": rc, "seconds": round(time.monotonic() - start, 1), "log": str(log)}
+
+
+def script(name: str, *overrides: str) -> list[str]:
+    return [sys.executable, str(ROOT / "scripts" / f"{name}.py"), *overrides]
+
+
+def cuda_tests(cfg: DictConfig, out: Path, clock: Clock) -> dict:
+    xml = out / "cuda_tests.xml"
+    result = run_command([sys.executable, "-m", "pytest", "-q", "-m", "cuda", "tests", "-p", "no:cacheprovider",
+                          f"--junitxml={xml}"], out / "cuda_tests.log", min(cfg.tests_s, clock.left()))
+    if xml.is_file():
+        suite = ET.parse(xml).getroot()
+        suite = suite.find("testsuite") if suite.tag == "testsuites" else suite
+        counts = {k: int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped")}
+        result.update(counts, passed=counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"])
+    return result
+
+
+def speed(cfg: DictConfig, out: Path, clock: Clock) -> dict:
+    tables = {}
+    for name, overrides in PRESETS.items():
+        folder = out / f"speed_{name}"
+        result = run_command(script("bench_train", *overrides, "device=cuda", f"precisions={list(cfg.precisions)}",
+                                    f"train_steps={cfg.speed_steps}", "inference_queries=20", f"out_dir={folder}"),
+                             out / f"speed_{name}.log", min(cfg.speed_s, clock.left()))
+        metrics = folder / "metrics.json"
+        tables[name] = {**result, **(json.loads(metrics.read_text()) if metrics.is_file() else {})}
+    return tables
+
+
+def paper_run(cfg: DictConfig, out: Path, clock: Clock) -> dict:
+    folder = out / "paper"
+    result = run_command(script("demo", *PRESETS["paper"], "trainer=gpu", "logger=csv", f"demo.dir={folder}",
+                                f"data.dataset_dir={folder / 'data'}", "demo.num_demos=4", "demo.record_workers=4",
+                                "demo.checkpoint=last", f"trainer.max_steps={cfg.paper_steps}",
+                                "trainer.val_check_interval=100", "+demo.eval.num_episodes=2",
+                                "demo.eval.workers=1", "demo.eval.batch_envs=2", "demo.eval.num_videos=1"),
+                         out / "paper.log", min(cfg.paper_s, clock.left()))
+    return {**result, **summary_of(folder)}
+
+
+def quickstart_steps(cfg: DictConfig, speed_tables: dict, train_s: float) -> tuple[int, float]:
+    """Steps of the quickstart that fit ``train_s`` seconds, from its step timed in stage 2 at the
+    precision ``auto`` chooses on this GPU (with ``trainer_overhead`` for the loop and the data)."""
+    precision = resolve_precision("auto", "cuda", warn=False).precision
+    timed = speed_tables.get("quickstart", {}).get("training", {})
+    row = next((r for r in timed.values() if r["precision"] == precision), None)
+    step_s = row["ms_per_step"] / 1000 if row else cfg.fallback_step_s
+    return max(int(round(train_s / (cfg.trainer_overhead * step_s), 6)), 100), step_s  # round: 2.9999.. is 3
+
+
+def quickstart_run(cfg: DictConfig, out: Path, clock: Clock, speed_tables: dict) -> dict:
+    folder = out / "quickstart"
+    train_s = min(60.0 * cfg.quickstart_train_min, clock.left() - cfg.quickstart_reserve_s)
+    steps, step_s = quickstart_steps(cfg, speed_tables, train_s)
+    workers = max(1, (os.cpu_count() or 2) - 2)
+    result = run_command(script("demo", "trainer=gpu", "logger=csv", f"demo.dir={folder}",
+                                f"data.dataset_dir={folder / 'data'}", f"demo.record_workers={workers}",
+                                f"trainer.max_steps={steps}", f"demo.eval.workers={min(workers, 4)}",
+                                "demo.eval.batch_envs=13"),
+                         out / "quickstart.log", max(clock.left(), 60.0))
+    return {**result, "planned_steps": steps, "planned_train_s": round(train_s), "timed_step_s": step_s,
+            **summary_of(folder)}
+
+
+def summary_of(demo_dir: Path) -> dict:
+    path = demo_dir / "summary.json"
+    if not path.is_file():
+        return {}
+    s = json.loads(path.read_text())
+    return {key: s.get(key) for key in ("success_rate", "success_rate_ci95", "successes", "num_episodes",
+                                        "stage_rates", "train_steps", "wall_time_s")}
+
+
+def gpu_check(cfg: DictConfig) -> dict:
+    """``scripts/gpu_check.py``: the four stages within ``budget_min``; writes and returns the report."""
+    gpu = require_cuda()
+    out = Path(cfg.out_dir)
+    clock = Clock(60.0 * cfg.budget_min)
+    report = {"gpu": gpu, "torch": torch.__version__, "cuda": torch.version.cuda, "cpus": os.cpu_count(),
+              "date": time.strftime("%Y-%m-%d"), "stages": {}}
+    stages = [("cuda_tests", lambda: cuda_tests(cfg, out, clock)), ("speed", lambda: speed(cfg, out, clock)),
+              ("paper", lambda: paper_run(cfg, out, clock)),
+              ("quickstart", lambda: quickstart_run(cfg, out, clock, report["stages"].get("speed", {})))]
+    for name, stage in stages:
+        if name not in cfg.stages:
+            continue
+        print(f"[gpu-check] {name} ({clock.left():.0f} s of the budget left)", flush=True)
+        report["stages"][name] = stage()
+        write_json(out / "gpu_check.json", report)  # a check cut short still leaves what it had
+    with atomic_path(out / "gpu_check.md") as tmp:
+        tmp.write_text(markdown(report))
+    print(markdown(report))
+    return report
+
+
+def markdown(report: dict) -> str:
+    """The report as the Markdown that docs/results.md takes."""
+    stages = report["stages"]
+    lines = [f"gpu-check on {report['gpu']} (torch {report['torch']}, CUDA {report['cuda']}, "
+             f"{report['cpus']} CPUs), {report['date']}", ""]
+    if "cuda_tests" in stages:
+        t = stages["cuda_tests"]
+        lines += [f"- CUDA tests: {t.get('passed', '?')} passed, {t.get('failures', '?')} failed, "
+                  f"{t.get('errors', '?')} errors, {t.get('skipped', '?')} skipped in {t['seconds']} s "
+                  f"(rc {t['rc']})", ""]
+    if "speed" in stages:
+        lines += ["| preset | precision | ms/step | samples/s | TFLOP/s | matmul TFLOP/s | floor ratio |",
+                  "|---|---|---|---|---|---|---|"]
+        for preset, table in stages["speed"].items():
+            for name, r in table.get("training", {}).items():
+                lines.append(f"| {preset} | {name} | {r['ms_per_step']:.1f} | {r['samples_per_s']:.0f} | "
+                             f"{r['gflop_per_s'] / 1000:.1f} | {r['matmul_gflop_per_s'] / 1000:.0f} | "
+                             f"{r['floor_ratio']:.2f} |")
+            if not table.get("training"):
+                lines.append(f"| {preset} | failed (rc {table['rc']}, {table['log']}) | | | | | |")
+        lines.append("")
+    for name in ("paper", "quickstart"):
+        if name in stages:
+            lines.append(f"- {name}: {run_line(stages[name])}")
+    return "\n".join(lines) + "\n"
+
+
+def run_line(r: dict) -> str:
+    if r.get("success_rate") is None:
+        return f"no result (rc {r['rc']} after {r['seconds']} s; {r['log']})"
+    lo, hi = r["success_rate_ci95"]
+    walls = ", ".join(f"{k} {v:.0f} s" for k, v in (r.get("wall_time_s") or {}).items())
+    return (f"{r['successes']}/{r['num_episodes']} = {r['success_rate']:.2f} ({lo:.2f}-{hi:.2f}) after "
+            f"{r['train_steps']} steps; {walls}")

@@ -1,0 +1,54 @@
+"""make gpu-check's parts that run without a GPU: its CUDA-test stage (every cuda test skipped here,
+counted from pytest's JUnit report), the quickstart's steps sized from the timed step, and the
+Markdown that docs/results.md takes. The refusal without CUDA: tests/e2e/test_scripts.py."""
+
+from __future__ import annotations
+
+import pytest
+from omegaconf import OmegaConf
+
+from act.bench import gpu_check
+from act.runtime.precision import PrecisionChoice
+
+CFG = OmegaConf.create({"tests_s": 300, "trainer_overhead": 1.5, "fallback_step_s": 0.05})
+
+
+def speed_row(precision: str, ms: float) -> dict:
+    return {"precision": precision, "ms_per_step": ms, "samples_per_s": 8000 / ms, "gflop_per_s": 24.3e3 / ms,
+            "matmul_gflop_per_s": 700e3, "floor_ratio": 24.3e3 / ms / 700e3 * 1000}
+
+
+def test_the_cuda_stage_runs_the_cuda_tests_and_counts_them(tmp_path):
+    result = gpu_check.cuda_tests(CFG, tmp_path, gpu_check.Clock(600))
+    assert result["rc"] == 0 and result["tests"] >= 5
+    # no CUDA here: each one is skipped with its reason, none fails or passes by accident
+    assert result["skipped"] == result["tests"] and result["failures"] == result["errors"] == 0
+    assert "CUDA" in (tmp_path / "cuda_tests.xml").read_text()
+
+
+def test_quickstart_steps_come_from_the_step_auto_would_train(monkeypatch):
+    monkeypatch.setattr(gpu_check, "resolve_precision",
+                        lambda *a, **k: PrecisionChoice("auto", "bf16-mixed", "native bf16"))
+    tables = {"quickstart": {"training": {"32-true": speed_row("32-true", 40.0),
+                                          "bf16-mixed": speed_row("bf16-mixed", 20.0)}}}
+    steps, step_s = gpu_check.quickstart_steps(CFG, tables, train_s=300.0)
+    assert step_s == pytest.approx(0.02) and steps == 10000  # 300 s / (1.5 x 20 ms)
+    assert gpu_check.quickstart_steps(CFG, {}, train_s=240.0) == (3200, 0.05)  # speed failed: the fallback
+
+
+def test_the_report_reads_as_the_tables_results_md_takes():
+    report = {"gpu": "NVIDIA H200", "torch": "2.14.1", "cuda": "13.0", "cpus": 16, "date": "2026-12-03",
+              "stages": {"cuda_tests": {"rc": 0, "seconds": 80.0, "tests": 9, "passed": 8, "failures": 1,
+                                        "errors": 0, "skipped": 0},
+                         "speed": {"paper": {"rc": 0, "training": {"bf16-mixed": speed_row("bf16-mixed", 50.0)}},
+                                   "quickstart": {"rc": 1, "log": "q.log"}},
+                         "paper": {"rc": 1, "seconds": 12.0, "log": "paper.log"},
+                         "quickstart": {"rc": 0, "successes": 45, "num_episodes": 50, "success_rate": 0.9,
+                                        "success_rate_ci95": [0.79, 0.96], "train_steps": 9000,
+                                        "wall_time_s": {"record": 30.0, "train": 290.0, "eval": 40.0}}}}
+    text = gpu_check.markdown(report)
+    assert "NVIDIA H200" in text and "8 passed, 1 failed" in text
+    assert "| paper | bf16-mixed | 50.0 | 160 | 0.5 | 700 | 0.69 |" in text
+    assert "| quickstart | failed (rc 1, q.log)" in text
+    assert "- paper: no result (rc 1 after 12.0 s; paper.log)" in text
+    assert "- quickstart: 45/50 = 0.90 (0.79-0.96) after 9000 steps; record 30 s, train 290 s, eval 40 s" in text
