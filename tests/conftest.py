@@ -101,3 +101,25 @@ def nan_checkpoint(tiny_checkpoint, tmp_path):
     path = tmp_path / "diverged.ckpt"
     torch.save(checkpoint, path)
     return path
+
+
+@pytest.fixture
+def mock_gpus(monkeypatch):
+    """``mock_gpus((8, 0), (7, 5))``: torch sees CUDA devices of these compute capabilities, named
+    "GPU <index>" (no GPU needed; nothing can run on them). ``is_bf16_supported`` says yes, as torch's
+    does where bf16 is only emulated."""
+    import torch
+
+    from act.runtime import precision
+
+    def set_gpus(*capabilities):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "device_count", lambda: len(capabilities))
+        monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda index=None: capabilities[index or 0])
+        monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=None: f"GPU {index or 0}")
+        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
+        precision.probe_bf16.cache_clear()
+
+    yield set_gpus
+    precision.probe_bf16.cache_clear()

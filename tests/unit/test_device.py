@@ -10,10 +10,8 @@ from act.runtime.device import resolve_device, trainer_device
 
 
 @pytest.fixture
-def two_gpus(monkeypatch):
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+def two_gpus(mock_gpus):
+    mock_gpus((8, 0), (8, 0))
 
 
 @pytest.fixture

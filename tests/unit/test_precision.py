@@ -26,33 +26,17 @@ def probe_says(monkeypatch):
     return set_probe
 
 
-@pytest.fixture
-def gpus(monkeypatch):
-    """A machine whose CUDA devices have the given compute capabilities (mocked: no GPU needed).
-    ``is_bf16_supported`` says yes everywhere, as torch's does where bf16 is merely emulated."""
-    def set_gpus(*capabilities):
-        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-        monkeypatch.setattr(torch.cuda, "device_count", lambda: len(capabilities))
-        monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda index=None: capabilities[index or 0])
-        monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=None: f"GPU {index or 0}")
-        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
-        P.probe_bf16.cache_clear()
-    yield set_gpus
-    P.probe_bf16.cache_clear()
-
-
 @pytest.mark.parametrize("capability, expected", [((6, 0), "32-true"), ((7, 0), "16-mixed"), ((7, 5), "16-mixed"),
                                                   ((8, 0), "bf16-mixed"), ((9, 0), "bf16-mixed")])
-def test_auto_on_cuda_follows_the_compute_capability(gpus, capability, expected):
+def test_auto_on_cuda_follows_the_compute_capability(mock_gpus, capability, expected):
     # P100 (6.0): no tensor cores; V100, T4, RTX 2080 Ti (7.x): fp16 ones, bf16 emulated; A100, H100: bf16.
-    gpus(capability)
+    mock_gpus(capability)
     choice = resolve_precision("auto", "cuda")
     assert choice.precision == expected and f"compute capability {capability[0]}.{capability[1]}" in choice.reason
 
 
-def test_auto_asks_the_gpu_in_use_not_the_first(gpus):
-    gpus((8, 0), (7, 5))
+def test_auto_asks_the_gpu_in_use_not_the_first(mock_gpus):
+    mock_gpus((8, 0), (7, 5))
     assert resolve_precision("auto", "cuda:0").precision == "bf16-mixed"
     choice = resolve_precision("auto", torch.device("cuda", 1))
     assert choice.precision == "16-mixed" and "GPU 1 (cuda:1" in choice.reason
@@ -60,12 +44,12 @@ def test_auto_asks_the_gpu_in_use_not_the_first(gpus):
         assert resolve_precision("bf16-mixed", "cuda:1").emulated
 
 
-def test_fp16_autocast_is_for_cuda(gpus):
+def test_fp16_autocast_is_for_cuda(mock_gpus):
     with pytest.raises(ValueError, match="16-mixed needs a CUDA GPU"):
         resolve_precision("16-mixed", "cpu")
     with autocast("16-mixed", "cpu"):
         assert torch.get_autocast_dtype("cpu") == torch.float16
-    gpus((7, 0))
+    mock_gpus((7, 0))
     assert resolve_precision("16-mixed", "gpu").precision == "16-mixed"
 
 
