@@ -111,7 +111,10 @@ class OnnxPredictor:
 
     def __init__(self, path: str | Path, threads: int | None = None, device: str | torch.device = "cpu"):
         ort = _onnxruntime()
-        self.device = torch.device(device)
+        try:
+            self.device = torch.device(device)
+        except RuntimeError:
+            raise ArtifactError(f"device={device!r}: ONNX policies run on cpu or cuda[:index]") from None
         providers = ["CPUExecutionProvider"]
         if self.device.type == "cuda":
             if not onnx_has_cuda():
@@ -119,7 +122,7 @@ class OnnxPredictor:
                                     f"onnxruntime-gpu); run the .onnx policy with device=cpu")
             providers.insert(0, (CUDA_PROVIDER, {"device_id": self.device.index or 0}))
         elif self.device.type != "cpu":
-            raise ArtifactError(f"device={self.device}: ONNX policies run on cpu or cuda")
+            raise ArtifactError(f"device={self.device}: ONNX policies run on cpu or cuda[:index]")
         options = ort.SessionOptions()
         options.intra_op_num_threads = int(threads or torch.get_num_threads())
         options.inter_op_num_threads = 1
