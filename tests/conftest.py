@@ -91,6 +91,14 @@ def six_step_run(demos, tmp_path_factory):
                       lambda folder: train(make_cfg(demos, folder, "trainer.max_steps=6")))
 
 
+@pytest.fixture(scope="session")
+def paper_size_demos(tmp_path_factory):
+    """Three 110-step transfer-cube episodes at 480x640, flat frames written, not rendered (tests/helpers.py)."""
+    from helpers import write_flat_episodes
+
+    return built_once(tmp_path_factory, "paper_size_demos", lambda folder: write_flat_episodes(folder, 3, 110))
+
+
 @pytest.fixture
 def nan_checkpoint(tiny_checkpoint, tmp_path):
     """The tiny checkpoint with one weight NaN, as a diverged run leaves it."""
@@ -101,3 +109,38 @@ def nan_checkpoint(tiny_checkpoint, tmp_path):
     path = tmp_path / "diverged.ckpt"
     torch.save(checkpoint, path)
     return path
+
+
+@pytest.fixture
+def mock_gpus(monkeypatch):
+    """``mock_gpus((8, 0), (7, 5))``: torch sees CUDA devices of these compute capabilities, named
+    "GPU <index>" (no GPU needed; nothing can run on them). ``is_bf16_supported`` says yes, as torch's
+    does where bf16 is only emulated."""
+    import torch
+
+    from act.runtime import precision
+
+    def set_gpus(*capabilities):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "device_count", lambda: len(capabilities))
+        monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda index=None: capabilities[index or 0])
+        monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=None: f"GPU {index or 0}")
+        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
+        precision.probe_bf16.cache_clear()
+
+    yield set_gpus
+    precision.probe_bf16.cache_clear()
+
+
+def pytest_collection_modifyitems(config, items):
+    """``cuda`` tests run where torch sees a CUDA GPU; elsewhere they are collected and skipped, saying why."""
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "no CUDA"
+    skip = pytest.mark.skip(reason=f"CUDA is not available: torch {torch.__version__} ({build}) sees no GPU here")
+    for item in items:
+        if item.get_closest_marker("cuda") is not None:
+            item.add_marker(skip)

@@ -1,11 +1,13 @@
-"""Run by tests/integration/test_train.py: train a tiny ACT with Lightning DDP over 2 CPU processes (gloo),
-then have every rank save its weights, so the test can check that the ranks agree. It goes through
-``act.training.run.train``, as scripts/train.py does: rank zero locks the run folder for both ranks (a
-rank 1 that tried too would be refused by rank 0's lock).
+"""Run by tests/integration/test_train.py (and the CUDA tests): train a tiny ACT with Lightning DDP over 2
+processes, then have every rank save its weights, so the test can check that the ranks agree. It goes
+through ``act.training.run.train``, as scripts/train.py does: rank zero locks the run folder for both
+ranks (a rank 1 that tried too would be refused by rank 0's lock).
 
-    python tests/ddp_check.py <dataset_dir> <out_dir>
+    python tests/ddp_check.py <dataset_dir> <out_dir> [cpu|gpu] [extra overrides ...]
 
-Lightning's DDP launcher starts rank 1 by running this same command again.
+``cpu`` (the default): 2 CPU processes talking over gloo; ``gpu``: one process per GPU over NCCL
+(Lightning's DDP picks the backend from the accelerator). Lightning's DDP launcher starts rank 1 by
+running this same command again, arguments included.
 """
 
 from __future__ import annotations
@@ -33,14 +35,20 @@ class SaveRankWeights(L.Callback):
         torch.save(pl_module.state_dict(), self.folder / f"rank{trainer.global_rank}.pt")
 
 
-def main(dataset_dir: str, out_dir: str) -> None:
+ACCELERATORS = ("cpu", "gpu")
+
+
+def main(dataset_dir: str, out_dir: str, accelerator: str = "cpu", *extra: str) -> None:
     from helpers import tiny_overrides  # noqa: E402 - same folder
 
+    if accelerator not in ACCELERATORS:
+        raise SystemExit(f"error: accelerator {accelerator!r} must be one of {', '.join(ACCELERATORS)}")
     rank = os.environ.get("LOCAL_RANK", "0")
     overrides = tiny_overrides(dataset_dir, out_dir) + [
-        "trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2", "trainer.max_steps=4", "logger=csv",
+        "trainer=ddp", f"trainer.accelerator={accelerator}", "trainer.devices=2", "trainer.max_steps=4", "logger=csv",
         f"seed={rank}",  # different init per rank: DDP must sync it
-        "+callbacks.rank_weights._target_=ddp_check.SaveRankWeights", f"+callbacks.rank_weights.folder={out_dir}"]
+        "+callbacks.rank_weights._target_=ddp_check.SaveRankWeights", f"+callbacks.rank_weights.folder={out_dir}",
+        *extra]
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("train", overrides=overrides)
     train(cfg)
@@ -48,4 +56,4 @@ def main(dataset_dir: str, out_dir: str) -> None:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).parent))
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:])

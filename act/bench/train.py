@@ -31,8 +31,9 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from torch.utils.flop_counter import FlopCounterMode
 
 from act.pipeline.timing import StepPhases, query_fn, random_batch, synchronize, time_calls, training_step_fn
+from act.runtime.device import resolve_device
 from act.runtime.precision import device_type_of, probe_bf16, resolve_precision, slowdown_text
-from act.training.run import ConfigError, policy_module
+from act.training.run import policy_module
 from common.io import write_json
 
 MATMUL_SIZE = {"cpu": 2048, "cuda": 8192}  # large enough to reach the device's peak, small enough to time fast
@@ -73,10 +74,11 @@ def variant_name(precision: str, channels_last: bool, formats: int) -> str:
 def bench_training(cfg: DictConfig, variants: dict[str, tuple[str, bool]], device: str) -> dict:
     """Every variant's training step, timed in interleaved rounds (one step of each per round)."""
     steps, phases, flops, losses = {}, {}, {}, {}
-    batch = random_batch(cfg.batch_size, cfg.num_cameras, cfg.image_size, cfg.policy.model.chunk_size, seed=cfg.seed)
+    batch = random_batch(cfg.batch_size, cfg.num_cameras, cfg.image_size, cfg.policy.model.chunk_size, seed=cfg.seed,
+                         device=device)
     for name, (precision, channels_last) in variants.items():
         phases[name] = StepPhases(device)
-        steps[name] = training_step_fn(bench_module(cfg, channels_last), batch, precision, device=device,
+        steps[name] = training_step_fn(bench_module(cfg, channels_last).to(device), batch, precision,
                                        phases=phases[name] if device_type_of(device) == "cpu" else None)
         counter = FlopCounterMode(display=False)
         with counter:
@@ -93,7 +95,7 @@ def bench_training(cfg: DictConfig, variants: dict[str, tuple[str, bool]], devic
     for name, (precision, channels_last) in variants.items():
         if device_type_of(device) != "cpu":  # phases need a synchronisation each: timed apart from the steps
             module_phases = StepPhases(device)
-            phase_step = training_step_fn(bench_module(cfg, channels_last), batch, precision, device=device,
+            phase_step = training_step_fn(bench_module(cfg, channels_last).to(device), batch, precision,
                                           phases=module_phases)
             for _ in range(3):
                 phase_step()
@@ -114,18 +116,9 @@ def step_report(cfg, precision: str, channels_last: bool, step_s: float, flops: 
 
 
 def bench_inference(cfg: DictConfig, precision: str, device: str) -> dict:
-    query = query_fn(bench_module(cfg), 1, precision, cfg.seed, device=device)
+    query = query_fn(bench_module(cfg).to(device), 1, precision, cfg.seed)
     times = time_calls(query, cfg.inference_queries, warmup=2)
     return {"ms_per_query": 1000 * float(np.median(times)), "p95_ms": 1000 * float(np.percentile(times, 95))}
-
-
-def resolve_device(name: str) -> str:
-    device = device_type_of(name)
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"device={name}: torch sees no CUDA device here; use device=cpu or device=auto")
-    if device not in ("cpu", "cuda"):
-        raise ConfigError(f"device={name} is not one of cpu, cuda, auto")
-    return str(name) if device == "cuda" and ":" in str(name) else device
 
 
 def machine(device: str) -> dict:
@@ -158,7 +151,7 @@ def bench_train(cfg: DictConfig) -> dict:
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
     torch.manual_seed(cfg.seed)
-    device = resolve_device(str(cfg.device))
+    device = str(resolve_device(cfg.device))
     cfg = bench_sizes(cfg)
     results = {"config": {"task": cfg.task.name,
                           "policy": OmegaConf.to_container(cfg.policy.model, resolve=True),

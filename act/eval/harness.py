@@ -22,7 +22,7 @@ from act.eval.rollout import TICK_MS, EvalSpec
 from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
 from act.runtime.precision import resolve_precision
-from act.runtime.predictors import artifact_format
+from act.runtime.predictors import artifact_format, policy_device
 from common.checks import check_setting
 from common.errors import InputError, MissingFileError
 from common.io import write_json
@@ -68,12 +68,14 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
             raise MissingFileError(f"checkpoint {path} does not exist")
         check_latency(cfg.latency_ms)
         settings = ExecutionConfig.from_cfg(cfg.execution)  # checked before the network is loaded
-        requested = settings.precision if artifact_format(path) == "checkpoint" else "32-true"
-        choice = resolve_precision(requested, cfg.device)  # once, here; the workers get the result (exports: fp32)
-        print(f"evaluation precision: {choice.precision} ({choice.requested}: {choice.reason})")
+        # Device and precision chosen once, here (auto: CUDA where present); the workers get the result.
+        device = str(policy_device(path, cfg.device))
+        requested = settings.precision if artifact_format(path) == "checkpoint" else "32-true"  # exports: fp32
+        choice = resolve_precision(requested, device)
+        print(f"evaluation on {device}, precision {choice.precision} ({choice.requested}: {choice.reason})")
         settings = replace(settings, precision=choice.precision)
         # "<path> is not a readable checkpoint" otherwise; checks the settings against the chunk size
-        probe = ACTPolicy.load(path, cfg.device, **asdict(settings))
+        probe = ACTPolicy.load(path, device, **asdict(settings))
         trained_on = probe.task
         if chosen_task and trained_on and chosen_task != trained_on and not cfg.get("allow_task_mismatch", False):
             raise InputError(f"task={chosen_task} but {path} was trained on {trained_on}: drop task= to evaluate it "
@@ -82,19 +84,19 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
         latency = {"latency_ms": cfg.latency_ms}
         if cfg.latency_ms == "measured":
             measured = measure_latency_ms(probe)
-            print(f"measured latency: {measured:.1f} ms per batch-1 query ({probe.precision}, "
-                  f"{torch.get_num_threads()} threads)")
+            where = f"{torch.get_num_threads()} CPU threads" if device == "cpu" else device
+            print(f"measured latency: {measured:.1f} ms per batch-1 query ({probe.precision}, {where})")
             latency = {"latency_ms": measured, "latency_measured": True}
         settings = replace(settings, latency_ticks=latency_ticks(latency["latency_ms"]))
         probe.latency_ticks = settings.latency_ticks  # for its description; the workers build their own
         task = chosen_task or probe.task
         check_setting("task", task, TASKS)
-        make_policy = functools.partial(ACTPolicy.load, str(path), cfg.device, **asdict(settings))
+        make_policy = functools.partial(ACTPolicy.load, str(path), device, **asdict(settings))
         cameras, image_size = tuple(probe.camera_names), tuple(probe.image_size)
         quality = cfg.render_quality or probe.render_quality or "paper"
         described = {"policy": str(path), "format": probe.predictor.format, "trained_on": trained_on,
                      "chunk_size": probe.chunk_size, "cameras": list(cameras), "image_size": list(image_size),
-                     "execution": probe.execution, **asdict(settings), "device": cfg.device, **latency}
+                     "execution": probe.execution, **asdict(settings), "device": device, **latency}
     seeds = tuple(int(cfg.seed) + i for i in range(int(cfg.num_episodes)))
     spec = EvalSpec(make_policy=make_policy, task=task, cameras=cameras, image_size=image_size,
                     render_quality=quality, backend=cfg.env.backend, episode_len=cfg.episode_len, seeds=seeds,
@@ -119,16 +121,17 @@ def latency_ticks(latency_ms: float) -> int:
 
 
 def measure_latency_ms(policy: ACTPolicy, queries: int = 10, warmup: int = 3) -> float:
-    """Median wall time of a batch-1 query of ``policy`` on this machine (a mid-grey observation)."""
+    """Median wall time of a batch-1 query of ``policy`` on this machine (a mid-grey observation),
+    after ``warmup`` untimed ones. A query returns its actions on the CPU, so a GPU's is complete."""
+    policy.warm_up((1,), repeats=warmup)
     h, w = policy.image_size
     observation = {"qpos": np.zeros(policy.state_dim),
                    "images": {cam: np.full((h, w, 3), 128, np.uint8) for cam in policy.camera_names}}
     times = []
-    for i in range(warmup + queries):
+    for _ in range(queries):
         start = time.perf_counter()
         policy.predict_chunk(observation)
-        if i >= warmup:
-            times.append(1000.0 * (time.perf_counter() - start))
+        times.append(1000.0 * (time.perf_counter() - start))
     return float(np.median(times))
 
 

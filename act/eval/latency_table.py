@@ -24,8 +24,8 @@ def cell_config(cfg: DictConfig, mode: dict, latency_ms: float, out: Path) -> Di
     """eval.yaml's defaults with this cell's settings: the table's execution, changed by ``mode``. No task:
     eval.yaml's ``task: null`` group evaluates on the checkpoint's (and leaves no ``task`` key to set)."""
     cell = {"ckpt_path": cfg.ckpt_path, "num_episodes": cfg.num_episodes, "seed": cfg.seed,
-            "workers": cfg.workers, "batch_envs": cfg.batch_envs, "num_videos": 0, "latency_ms": latency_ms,
-            "out_dir": str(out), "logger": {"wandb": False}, "execution": cfg.execution}
+            "workers": cfg.workers, "batch_envs": cfg.batch_envs, "device": cfg.device, "num_videos": 0,
+            "latency_ms": latency_ms, "out_dir": str(out), "logger": {"wandb": False}, "execution": cfg.execution}
     return OmegaConf.merge(hydra.compose(config_name="eval"), cell, {"execution": mode})
 
 

@@ -3,6 +3,10 @@
 Training: the CVAE encoder reads [CLS, qpos, action chunk] and gives q(z | qpos, actions); the main
 encoder reads [z, qpos, image tokens of every camera]; the decoder turns ``chunk_size`` learned
 queries into the predicted chunk. Inference: z = 0 (the prior's mean), so the output is deterministic.
+
+Tensors made inside ``forward`` come from ``new_zeros`` of an input (never ``torch.zeros(...,
+device=x.device)``): ``torch.jit.trace`` records the device argument as a constant, and the exported
+network then mixed devices anywhere but where it was traced.
 """
 
 from __future__ import annotations
@@ -152,8 +156,8 @@ class ACT(nn.Module):
         steps = self.vae_action_proj(actions)  # (B, k, D)
         tokens = torch.cat([cls, state, steps], dim=1)  # (B, k + 2, D)
         if is_pad is None:
-            is_pad = torch.zeros(B, k, dtype=torch.bool, device=qpos.device)
-        mask = torch.cat([torch.zeros(B, 2, dtype=torch.bool, device=qpos.device), is_pad.bool()], dim=1)  # (B, k+2)
+            is_pad = qpos.new_zeros(B, k, dtype=torch.bool)
+        mask = torch.cat([qpos.new_zeros(B, 2, dtype=torch.bool), is_pad.bool()], dim=1)  # (B, k+2)
         out = self.vae_encoder(tokens, pos=self.vae_pos[: k + 2], key_padding_mask=mask)  # (B, k + 2, D)
         stats = self.vae_latent_head(out[:, 0]).float()  # (B, 2L), from the CLS token
         mu, logvar = stats.chunk(2, dim=-1)  # (B, L) each
@@ -188,7 +192,7 @@ class ACT(nn.Module):
             mu, logvar = self.encode_latent(qpos, actions, is_pad)
             z = reparameterize(mu, logvar, torch.randn_like(mu))  # (B, L)
         else:
-            z = torch.zeros(B, c.latent_dim, device=qpos.device, dtype=qpos.dtype)  # (B, L)
+            z = qpos.new_zeros(B, c.latent_dim)  # (B, L)
 
         # One shared backbone for every camera: fold cameras into the batch.
         frames = images.flatten(0, 1)  # (B*C, 3, H, W)
@@ -208,7 +212,7 @@ class ACT(nn.Module):
         memory = self.encoder(src, pos=pos)  # (B, S, D)
 
         query_pos = self.query_embed.weight  # (k, D)
-        tgt = torch.zeros(B, c.chunk_size, D, device=memory.device, dtype=memory.dtype)  # (B, k, D)
+        tgt = memory.new_zeros(B, c.chunk_size, D)  # (B, k, D)
         hidden = self.decoder(tgt, memory, query_pos=query_pos, memory_pos=pos)  # (B, k, D)
         return {
             "actions": self.action_head(hidden),  # (B, k, A)

@@ -49,7 +49,7 @@ def act_loss(pred_actions: torch.Tensor, target_actions: torch.Tensor, is_pad: t
                          f"{tuple(target_actions.shape)} differ in shape")
     B, k, A = pred_actions.shape
     if is_pad is None:
-        is_pad = torch.zeros(B, k, dtype=torch.bool, device=pred_actions.device)
+        is_pad = pred_actions.new_zeros(B, k, dtype=torch.bool)
     valid = ~is_pad.bool().unsqueeze(-1)  # (B, k, 1)
     # Mask the difference, not the absolute error, so a NaN/inf padded target cannot reach the
     # gradient through abs's backward (0 * NaN = NaN).
@@ -57,7 +57,7 @@ def act_loss(pred_actions: torch.Tensor, target_actions: torch.Tensor, is_pad: t
     n_valid = valid.sum() * A
     l1 = diff.abs().sum() / n_valid.clamp(min=1)
     if mu is None:
-        kl = torch.zeros((), device=pred_actions.device)
+        kl = pred_actions.new_zeros((), dtype=torch.float32)
     else:
         kl = kl_divergence(mu, logvar)
     return {"l1": l1, "kl": kl, "loss": l1 + kl_weight * kl}

@@ -30,10 +30,13 @@ class StageEstimate:
     detail: str
 
 
-def time_training_step(module, batch_size: int, precision: str, repeats: int = 4) -> float:
-    """Seconds of one optimiser step of ``module`` at ``batch_size`` (CPU): the median of ``repeats``."""
+def time_training_step(module, batch_size: int, precision: str, repeats: int = 4,
+                       device: str | torch.device = "cpu") -> float:
+    """Seconds of one optimiser step of ``module`` at ``batch_size`` on ``device`` (where the trainer
+    will train: the module is moved there): the median of ``repeats``, after two untimed steps."""
+    module.to(device)
     batch = random_batch(batch_size, len(module.net.camera_names), module.net.image_size, module.config.chunk_size,
-                         module.config.state_dim, module.config.action_dim)
+                         module.config.state_dim, module.config.action_dim, device=device)
     step = training_step_fn(module, batch, precision)
     return float(np.median(time_calls(step, repeats, warmup=2)))
 

@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from act.pipeline.budget import minutes, steps_within, time_training_step
 from act.eval.harness import build_spec, evaluate_and_save, summary_line
+from act.runtime.device import trainer_device
 from act.runtime.precision import resolve_precision
 from act.training.run import ConfigError, build_probe_module, check_dataset_folder, train
 from act.training.marks import mark_name
@@ -30,8 +31,9 @@ TUNING_SEED = 200000  # recipe choices are scored here, never on the held-out 10
 
 
 def plan_steps(cfg: DictConfig, plan_path: Path) -> dict:
-    """``trainer.max_steps`` for ``curve.train_min`` minutes, timed here once and kept in
-    ``plan_path`` (a rerun resumes with the same schedule); an explicit ``curve.max_steps`` wins."""
+    """``trainer.max_steps`` for ``curve.train_min`` minutes, timed here once, on the device and in the
+    precision the trainer will use, and kept in ``plan_path`` (a rerun resumes with the same schedule);
+    an explicit ``curve.max_steps`` wins."""
     if plan_path.is_file():
         return json.loads(plan_path.read_text())
     if cfg.curve.max_steps:
@@ -40,11 +42,13 @@ def plan_steps(cfg: DictConfig, plan_path: Path) -> dict:
         steps = steps_within(60.0 * float(cfg.curve.train_min), float(cfg.curve.step_s))
         plan = {"max_steps": steps, "step_s": float(cfg.curve.step_s), "train_min": float(cfg.curve.train_min)}
     else:
-        module = build_probe_module(cfg)
-        precision = resolve_precision(str(cfg.trainer.precision), "cpu").precision
-        step_s = time_training_step(module, int(cfg.data.batch_size), precision, repeats=8)
+        device = trainer_device(cfg.trainer.get("accelerator"), cfg.trainer.get("devices"))
+        precision = resolve_precision(str(cfg.trainer.precision), device).precision
+        step_s = time_training_step(build_probe_module(cfg), int(cfg.data.batch_size), precision, repeats=8,
+                                    device=device)
         steps = steps_within(60.0 * float(cfg.curve.train_min), step_s)
-        plan = {"max_steps": steps, "step_s": step_s, "train_min": float(cfg.curve.train_min)}
+        plan = {"max_steps": steps, "step_s": step_s, "train_min": float(cfg.curve.train_min),
+                "timed_on": f"{device}, {precision}"}
     if plan["max_steps"] <= int(cfg.policy.lr_warmup_steps):
         raise ConfigError(f"{plan['max_steps']} steps fit in curve.train_min={cfg.curve.train_min}: fewer than the "
                           f"warm-up ({cfg.policy.lr_warmup_steps}); give more minutes")

@@ -2,8 +2,8 @@
 
 Both time the real code path (``ACTLitModule.training_step`` + backward + clipping + the optimiser;
 its ``NormalizedACT`` with z = 0) on random inputs of the right shapes: the cost does not depend on
-the pixel values. On a GPU every timed call ends with a synchronisation, so that the time is the
-kernels' and not only their launch.
+the pixel values. They run where the module and the batch are (CPU or GPU); each call ends with its
+result on the CPU, so a GPU's queued work is finished when the call returns and the timing is whole.
 """
 
 from __future__ import annotations
@@ -19,14 +19,16 @@ from act.runtime.precision import autocast
 
 
 def random_batch(batch: int, num_cameras: int, image_size, chunk: int, state_dim: int = 14, action_dim: int = 14,
-                 seed: int = 0) -> dict:
-    """A training batch of random values: qpos (B, D), images (B, C, 3, H, W) uint8, action (B, k, A), is_pad."""
+                 seed: int = 0, device: str | torch.device = "cpu") -> dict:
+    """A training batch of random values on ``device``: qpos (B, D), images (B, C, 3, H, W) uint8,
+    action (B, k, A), is_pad (drawn on the CPU, so the values do not depend on the device)."""
     gen = torch.Generator().manual_seed(seed)
     h, w = image_size
-    return {"qpos": torch.randn(batch, state_dim, generator=gen),
-            "images": torch.randint(0, 256, (batch, num_cameras, 3, h, w), dtype=torch.uint8, generator=gen),
-            "action": torch.randn(batch, chunk, action_dim, generator=gen),
-            "is_pad": torch.zeros(batch, chunk, dtype=torch.bool)}
+    batch = {"qpos": torch.randn(batch, state_dim, generator=gen),
+             "images": torch.randint(0, 256, (batch, num_cameras, 3, h, w), dtype=torch.uint8, generator=gen),
+             "action": torch.randn(batch, chunk, action_dim, generator=gen),
+             "is_pad": torch.zeros(batch, chunk, dtype=torch.bool)}
+    return {key: value.to(device) for key, value in batch.items()}
 
 
 def synchronize(device: str | torch.device = "cpu") -> None:
@@ -58,16 +60,15 @@ class StepPhases:
         return {phase: 1000 * float(np.median(s)) for phase, s in self.seconds.items()}
 
 
-def training_step_fn(module, batch: dict, precision: str, clip: float | None = 10.0, device: str = "cpu",
+def training_step_fn(module, batch: dict, precision: str, clip: float | None = 10.0,
                      phases: StepPhases | None = None) -> Callable[[], float]:
-    """One optimiser step of ``module`` on ``batch`` as the trainer runs it, on ``device``; returns the
-    loss. With ``phases``, each step also records forward, backward, clip, optimizer and ema times."""
-    module.to(device).train()
-    batch = {k: v.to(device) for k, v in batch.items()}
+    """One optimiser step of ``module`` on ``batch`` (both on one device) as the trainer runs it; returns
+    the loss. With ``phases``, each step also records its forward, backward, clip, optimizer and ema times."""
+    module.train()
+    device_type = batch["qpos"].device.type
     optimizer = module.build_optimizer()  # a learning-rate schedule does not change the cost of a step
     module.log = lambda *args, **kwargs: None  # no trainer attached
     clip = getattr(module, "clip_grad_norm", None) or clip
-    device_type = torch.device(device).type
     # fp16 needs its loss scaled (Lightning's 16-mixed does the same); bf16 and fp32 do not.
     scaler = torch.amp.GradScaler(device_type) if precision == "16-mixed" else None
     mark = phases.mark if phases is not None else (lambda phase: None)
@@ -95,7 +96,7 @@ def training_step_fn(module, batch: dict, precision: str, clip: float | None = 1
         if getattr(module, "ema", None) is not None:
             module.ema.update(module.net, 1000)
         mark("ema")
-        return float(loss.detach())  # synchronises: the step is done when it returns
+        return float(loss.detach())  # waits for the device
 
     return step
 
@@ -112,19 +113,17 @@ def time_calls(fn: Callable[[], object], repeats: int, warmup: int = 1) -> np.nd
     return np.asarray(times)
 
 
-def query_fn(module, batch: int, precision: str, seed: int = 0, device: str = "cpu") -> Callable[[], torch.Tensor]:
-    """One batched policy query (z = 0) of ``module`` on ``batch`` random observations, on ``device``
-    (synchronised: the call returns when the actions exist)."""
-    module.to(device).eval()
+def query_fn(module, batch: int, precision: str, seed: int = 0) -> Callable[[], torch.Tensor]:
+    """One batched policy query (z = 0) of ``module`` on ``batch`` random observations, where the module is;
+    the actions come back on the CPU, as a deployed policy's do."""
+    module.eval()
+    device = next(module.parameters()).device
     data = random_batch(batch, len(module.net.camera_names), module.net.image_size, module.config.chunk_size,
-                        module.config.state_dim, module.config.action_dim, seed)
-    data = {k: v.to(device) for k, v in data.items()}
+                        module.config.state_dim, module.config.action_dim, seed, device)
 
     @torch.no_grad()
     def query() -> torch.Tensor:
-        with autocast(precision, torch.device(device).type):
-            actions = module.net(data["qpos"], data["images"])
-        synchronize(device)
-        return actions
+        with autocast(precision, device.type):
+            return module.net(data["qpos"], data["images"]).cpu()
 
     return query

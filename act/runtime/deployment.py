@@ -17,7 +17,7 @@ from tqdm import tqdm
 from act.data.schema import episode_path, list_episode_files, read_episode_info
 from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
-from act.runtime.predictors import artifact_format
+from act.runtime.predictors import artifact_format, policy_device
 from act.runtime.realtime import Inference, run_episode, summarize_realtime
 from act.runtime.recording import EpisodeRecording
 from act.runtime.robot import AlohaRobot, SimRobot
@@ -57,7 +57,8 @@ def build(cfg: DictConfig):
         if int(cfg.threads) < 1:
             raise InputError(f"threads must be a positive integer or null, got {cfg.threads}")
         torch.set_num_threads(int(cfg.threads))
-    policy = ACTPolicy.load(cfg.ckpt_path, **asdict(ExecutionConfig.from_cfg(cfg.execution)))
+    settings = ExecutionConfig.from_cfg(cfg.execution)
+    policy = ACTPolicy.load(cfg.ckpt_path, policy_device(cfg.ckpt_path, cfg.device), **asdict(settings))
     if cfg.robot == "sim":
         from act.eval.backends import make_eval_env
 
@@ -116,6 +117,7 @@ def run_realtime(cfg: DictConfig) -> dict:
     safety = safety_limits(cfg)
     policy, robot, ticks = build(cfg)
     next_record = check_record_dir(cfg.record_dir, policy)
+    policy.warm_up()  # one-off costs (CUDA context, kernel choice) paid before the first tick, not in it
     inference = Inference(policy)
     results, records = [], {}  # episode -> its file in record_dir
     interrupted = False
@@ -145,7 +147,8 @@ def run_realtime(cfg: DictConfig) -> dict:
     summary = summarize_realtime(results)
     stopped = next(((i, r) for i, r in enumerate(results) if r.stopped is not None), None)
     metrics = {"policy": str(cfg.ckpt_path), "format": policy.predictor.format, "robot": cfg.robot,
-               "execution": policy.execution, "precision": policy.precision, "threads": torch.get_num_threads(),
+               "execution": policy.execution, "device": str(policy.device), "precision": policy.precision,
+               "threads": torch.get_num_threads(),
                "seeds": [int(cfg.seed), int(cfg.seed) + int(cfg.num_episodes) - 1], **summary,
                "complete": len(results) == int(cfg.num_episodes) and stopped is None and not interrupted,
                "safety": {"mode": safety.mode, "lower": _limits(safety.lower), "upper": _limits(safety.upper),

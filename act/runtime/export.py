@@ -6,6 +6,11 @@ render quality and the network config. TorchScript stores it as an extra file of
 ONNX as model metadata. Both take qpos (N, D) float32 and images (N, C, 3, H, W) uint8 with any
 N and return actions (N, k, A) float32 in joint units; they run with ``torch.jit`` or
 ``onnxruntime`` alone (``act.runtime.predictors``).
+
+Tracing happens on the CPU, and the graph holds no device: the network makes every tensor of its
+forward pass from its inputs and buffers (``new_zeros``, never ``torch.zeros(..., device=x.device)``,
+which the tracer freezes into ``Device = prim::Constant[value="cpu"]``). The TorchScript file then runs
+wherever ``torch.jit.load(path, map_location=device)`` puts its weights, a GPU included.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
+from act.runtime.device import resolve_device
 from act.runtime.plan import ActionPlan
 from act.runtime.predictors import EagerPredictor, artifact_format, load_predictor
 from act.runtime.execution import ExecutionConfig
@@ -88,7 +89,7 @@ class ACTPolicy:
         temporal_ensemble_coeff: temporal ensembling with this m. It queries every tick, or every
             ``n_action_steps`` ticks if that is given too (each tick then averages the overlapping
             predictions of the queries so far: about n times fewer network calls).
-        device: torch device for an eager network.
+        device: where an eager network runs: ``cpu``, ``cuda[:i]`` or ``auto`` (CUDA where present).
         precision: 'auto' (bf16-mixed where the device runs bf16 natively, else 32-true; see
             ``act.runtime.precision``), '32-true' or 'bf16-mixed'; exported networks run in fp32.
         blend: how a new chunk merges with the plan: ``replace``, ``ensemble`` or ``crossfade``
@@ -110,8 +111,8 @@ class ACTPolicy:
                                         blend=blend, asynchronous=asynchronous, queue_threshold=queue_threshold,
                                         crossfade_steps=crossfade_steps, precision=precision,
                                         latency_ticks=latency_ticks)  # checked before the network is touched
-        self.device = torch.device(device)
-        self.predictor = _as_predictor(network, self.device, precision)
+        self.predictor = _as_predictor(network, device, precision)
+        self.device = getattr(self.predictor, "device", None) or resolve_device(device)
         meta = self.predictor.meta
         self.chunk_size = int(meta["chunk_size"])
         self.camera_names = list(meta["camera_names"])
@@ -207,6 +208,18 @@ class ACTPolicy:
         frames = np.stack([np.stack([o["images"][cam] for cam in self.camera_names])
                            for o in observations])  # (N, C, H, W, 3)
         return qpos, np.ascontiguousarray(frames.transpose(0, 1, 4, 2, 3))  # (N, C, 3, H, W)
+
+    def warm_up(self, batch_sizes: Sequence[int] = (1,), repeats: int = 2) -> None:
+        """Run the network ``repeats`` times per batch size on mid-grey observations, touching no
+        episode state: call before anything is timed. The first queries pay one-off costs (CUDA
+        context and kernel selection, cuDNN autotuning per input shape, oneDNN primitives) that
+        would otherwise count as latency of the first control ticks."""
+        h, w = self.image_size
+        for batch in sorted(set(int(b) for b in batch_sizes)):
+            qpos = np.zeros((batch, self.state_dim), dtype=np.float32)  # (N, D)
+            images = np.full((batch, len(self.camera_names), 3, h, w), 128, dtype=np.uint8)  # (N, C, 3, H, W)
+            for _ in range(repeats):
+                self.predictor(qpos, images)
 
     def predict_chunk(self, observation: Mapping) -> np.ndarray:
         """One network query: (chunk_size, action_dim) raw actions for this observation."""

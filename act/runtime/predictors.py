@@ -6,6 +6,10 @@ A predictor maps raw qpos (N, D) float32 and camera images (N, C, 3, H, W) uint8
 without Lightning), a TorchScript artifact (``.pt``) or an ONNX model (``.onnx``), both written by
 ``scripts/export.py``. Nothing here imports Lightning or Hydra. A file whose weights hold NaN or
 inf (a run that diverged) is refused: "<path> has non-finite weights".
+
+Each runs on a device: ``cpu``, ``cuda[:i]`` or ``auto`` (CUDA where this machine has it; for an
+ONNX model, where onnxruntime also has its CUDA provider: ``policy_device``). TorchScript exports
+hold no device (``act.runtime.export``), so one file runs on either.
 """
 
 from __future__ import annotations
@@ -16,11 +20,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from act.runtime.device import resolve_device
 from act.runtime.precision import autocast, resolve_precision
 from common.errors import InputError, MissingFileError
 
 META_FILE = "act_meta.json"  # the TorchScript extra file / ONNX metadata key holding the metadata
 FORMATS = {".ckpt": "checkpoint", ".pt": "torchscript", ".onnx": "onnx"}
+CUDA_PROVIDER = "CUDAExecutionProvider"
 
 
 class ArtifactError(InputError):
@@ -28,12 +34,13 @@ class ArtifactError(InputError):
 
 
 class EagerPredictor:
-    """A ``NormalizedACT`` run by PyTorch (fp32, or bf16 autocast where the device has it natively)."""
+    """A ``NormalizedACT`` run by PyTorch (fp32, or mixed precision where the device runs it fast:
+    ``act.runtime.precision``)."""
 
     format = "eager"
 
     def __init__(self, net, device: str | torch.device = "cpu", precision: str = "auto"):
-        self.device = torch.device(device)
+        self.device = resolve_device(device)
         self.net = net.to(self.device).eval()
         self.precision_choice = resolve_precision(precision, self.device)
         self.precision = self.precision_choice.precision
@@ -49,13 +56,14 @@ class EagerPredictor:
 
 
 class TorchScriptPredictor:
-    """A TorchScript artifact from ``scripts/export.py format=torchscript`` (fp32, ``torch.jit`` only)."""
+    """A TorchScript artifact from ``scripts/export.py format=torchscript`` (fp32, ``torch.jit`` only),
+    its weights loaded onto ``device``."""
 
     format = "torchscript"
     precision = "32-true"
 
     def __init__(self, path: str | Path, device: str | torch.device = "cpu"):
-        self.device = torch.device(device)
+        self.device = resolve_device(device)
         extra = {META_FILE: ""}
         try:
             self.module = torch.jit.load(str(path), map_location=self.device, _extra_files=extra)
@@ -76,29 +84,57 @@ class TorchScriptPredictor:
         return self.module(qpos_t, images_t).float().cpu().numpy()  # (N, k, A)
 
 
+def _onnxruntime():
+    try:
+        import onnxruntime
+    except ImportError:
+        raise ArtifactError("running an .onnx policy needs onnxruntime: pip install -e '.[export]'") from None
+    return onnxruntime
+
+
+def onnx_has_cuda() -> bool:
+    """Whether this onnxruntime can run on a GPU (``onnxruntime-gpu``'s CUDA provider)."""
+    return CUDA_PROVIDER in _onnxruntime().get_available_providers()
+
+
 class OnnxPredictor:
-    """An ONNX model from ``scripts/export.py format=onnx``, run by ``onnxruntime`` (fp32, CPU).
+    """An ONNX model from ``scripts/export.py format=onnx``, run by ``onnxruntime`` (fp32) on the
+    CPU or, with ``onnxruntime-gpu``, on a CUDA device.
 
     Args:
         threads: intra-op threads (default: torch's, so comparisons with eager are fair).
+        device: ``cpu`` or ``cuda[:i]``.
     """
 
     format = "onnx"
     precision = "32-true"
 
-    def __init__(self, path: str | Path, threads: int | None = None):
+    def __init__(self, path: str | Path, threads: int | None = None, device: str | torch.device = "cpu"):
+        ort = _onnxruntime()
         try:
-            import onnxruntime as ort
-        except ImportError:
-            raise ArtifactError("running an .onnx policy needs onnxruntime: pip install -e '.[export]'") from None
+            self.device = torch.device(device)
+        except RuntimeError:
+            raise ArtifactError(f"device={device!r}: ONNX policies run on cpu or cuda[:index]") from None
+        providers = ["CPUExecutionProvider"]
+        if self.device.type == "cuda":
+            if not onnx_has_cuda():
+                raise ArtifactError(f"device={self.device}: this onnxruntime has no {CUDA_PROVIDER} (pip install "
+                                    f"onnxruntime-gpu); run the .onnx policy with device=cpu")
+            providers.insert(0, (CUDA_PROVIDER, {"device_id": self.device.index or 0}))
+        elif self.device.type != "cpu":
+            raise ArtifactError(f"device={self.device}: ONNX policies run on cpu or cuda[:index]")
         options = ort.SessionOptions()
         options.intra_op_num_threads = int(threads or torch.get_num_threads())
         options.inter_op_num_threads = 1
         try:
-            self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            self.session = ort.InferenceSession(str(path), options, providers=providers)
         except Exception as err:  # onnxruntime raises its own exception types
             raise ArtifactError(f"{path} is not a readable ONNX policy ({str(err).splitlines()[0]}); "
                                 f"write one with scripts/export.py format=onnx") from None
+        if self.device.type == "cuda" and self.session.get_providers()[0] != CUDA_PROVIDER:
+            # onnxruntime falls back to the CPU, with a log line, when the provider's libraries fail to load
+            raise ArtifactError(f"device={self.device}: onnxruntime could not start its {CUDA_PROVIDER} (its CUDA "
+                                f"and cuDNN libraries); run the .onnx policy with device=cpu")
         metadata = self.session.get_modelmeta().custom_metadata_map
         self.meta = _parse_meta(metadata.get(META_FILE, ""), path)
         self.meta["format"] = self.format
@@ -154,8 +190,17 @@ def artifact_format(path: str | Path) -> str:
     return FORMATS[suffix]
 
 
+def policy_device(path: str | Path, device: str | torch.device | None = "auto") -> torch.device:
+    """The device the policy in ``path`` runs on for the setting ``device`` (``resolve_device``),
+    except that an ONNX model's ``auto`` is CUDA only where onnxruntime has its CUDA provider."""
+    if artifact_format(path) == "onnx" and str(device or "auto").lower() == "auto":
+        return resolve_device("auto") if onnx_has_cuda() else torch.device("cpu")
+    return resolve_device(device)
+
+
 def load_predictor(path: str | Path, device: str | torch.device = "cpu", precision: str = "auto"):
-    """The predictor for a checkpoint or an exported artifact (see the module docstring).
+    """The predictor for a checkpoint or an exported artifact (see the module docstring), on
+    ``device`` (``policy_device``).
 
     Exported artifacts run in fp32: ``precision`` other than ``auto``/``32-true`` is refused for them.
     """
@@ -163,6 +208,7 @@ def load_predictor(path: str | Path, device: str | torch.device = "cpu", precisi
     kind = artifact_format(path)
     if not path.is_file():
         raise MissingFileError(f"policy file {path} does not exist")
+    device = policy_device(path, device)
     if kind == "checkpoint":
         from act.model.checkpoint import load_network
 
@@ -172,6 +218,4 @@ def load_predictor(path: str | Path, device: str | torch.device = "cpu", precisi
                             f"(precision=32-true)")
     if kind == "torchscript":
         return TorchScriptPredictor(path, device)
-    if torch.device(device).type != "cpu":
-        raise ArtifactError(f"ONNX policies run on the CPU here; got device={device}")
-    return OnnxPredictor(path)
+    return OnnxPredictor(path, device=device)

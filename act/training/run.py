@@ -20,6 +20,7 @@ from act.training.callbacks import ResumableCSVLogger, SafeCheckpointIO
 from act.data.datamodule import ACTDataModule
 from act.data.schema import EpisodeFormatError
 from act.model.checkpoint import CheckpointError, read_checkpoint
+from act.runtime.device import trainer_device
 from act.runtime.precision import resolve_precision
 from act.training.resume import resume_checkpoint
 from common.errors import InputError
@@ -195,8 +196,10 @@ def resolve_trainer_precision(cfg: DictConfig) -> str:
     if requested in OTHER_LIGHTNING_PRECISIONS:  # e.g. 16-mixed on GPUs without bf16: the user's call
         say(f"training precision: {requested} (requested)")
         return requested
+    # Every DDP rank asks about rank 0's GPU, so all of them choose the same precision.
+    device = trainer_device(cfg.trainer.get("accelerator", "cpu"), cfg.trainer.get("devices"))
     try:
-        choice = resolve_precision(requested, cfg.trainer.get("accelerator", "cpu"))
+        choice = resolve_precision(requested, device)
     except ValueError as err:
         raise ConfigError(f"trainer.precision: {err}") from err
     say(f"training precision: {choice.precision} ({requested}: {choice.reason})")

@@ -122,6 +122,7 @@ def test_run_realtime_script(run_script, tiny_checkpoint, tmp_path):
     for key in ("missed_ticks", "tick_jitter_ms", "queries_per_s", "success_rate", "held_share"):
         assert key in metrics
     assert metrics["ticks"] + metrics["missed_ticks"] == 12 and "missed ticks" in proc.stdout
+    assert metrics["device"] == ("cuda:0" if torch.cuda.is_available() else "cpu")  # run_realtime.yaml's device: auto
     for overrides, message in [(["robot=arm"], "robot='arm' is unknown"),
                                (["robot=aloha"], "needs aloha.driver"),
                                (["execution.asynchronous=perhaps"], "asynchronous must be true or false"),

@@ -71,3 +71,25 @@ def test_time_calls_counts_only_the_timed_calls():
     calls = []
     times = time_calls(lambda: calls.append(1), repeats=3, warmup=2)
     assert len(times) == 3 and len(calls) == 5 and (times >= 0).all() and TRAINER_OVERHEAD >= 1
+
+
+def test_learning_curve_times_its_steps_where_the_trainer_will_train(mock_gpus, monkeypatch, tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from act.pipeline import curve
+    from helpers import CONFIGS
+
+    mock_gpus((7, 5))  # a T4: 16-mixed
+    timed = {}
+
+    def time_training_step(module, batch_size, precision, repeats=4, device="cpu"):
+        timed.update(device=str(device), precision=precision)
+        return 0.5
+
+    monkeypatch.setattr(curve, "time_training_step", time_training_step)
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = compose("learning_curve", overrides=["curve.name=t", f"curve.dir={tmp_path}", "trainer=gpu",
+                                                   "curve.train_min=10"])
+    plan = curve.plan_steps(cfg, tmp_path / "plan.json")
+    assert timed == {"device": "cuda:0", "precision": "16-mixed"} and plan["timed_on"] == "cuda:0, 16-mixed"
+    assert plan["max_steps"] == int(600 / (TRAINER_OVERHEAD * 0.5))

@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 import pytest
+import torch
 
 from act.eval.backends import make_eval_env
 from act.eval.expert import ScriptedReplayPolicy
@@ -18,7 +19,8 @@ from act.eval.rollout import EvalSpec, evaluate, run_episodes
 from act.runtime.policy import ACTPolicy
 from act.training.run import train
 from envs import make_env
-from helpers import eval_cfg, make_cfg, run_eval
+from common.errors import InputError
+from helpers import IMAGE, eval_cfg, make_cfg, run_eval
 
 
 def test_expert_through_the_harness_reaches_its_success_rate():
@@ -198,3 +200,40 @@ def test_eval_latency_errors(tiny_checkpoint, tmp_path, override, message):
     # scripts/eval.py prints these as `error: ...` and exits 2 (tests/e2e/test_scripts.py)
     with pytest.raises(ValueError, match=re.escape(message)):
         build_spec(eval_cfg(f"ckpt_path={tiny_checkpoint}", override, f"out_dir={tmp_path}"))
+
+
+WORKER_CALLS: list[tuple[int, bool]] = []  # (batch, all mid-grey) of each network call of an inline worker
+
+
+def _recording_policy(ckpt: str) -> ACTPolicy:
+    policy = ACTPolicy.from_checkpoint(ckpt, n_action_steps=5)
+    network = policy.predictor
+
+    def record(qpos, images):
+        WORKER_CALLS.append((len(qpos), bool(np.all(images == 128))))
+        return network(qpos, images)
+
+    policy.predictor = record
+    return policy
+
+
+def test_each_evaluation_worker_warms_its_policy_up_before_timing_queries(tiny_checkpoint):
+    WORKER_CALLS.clear()
+    spec = EvalSpec(make_policy=functools.partial(_recording_policy, str(tiny_checkpoint)), task="transfer_cube",
+                    cameras=("top",), image_size=(IMAGE, IMAGE), render_quality="fast", episode_len=20,
+                    seeds=(5, 6), batch_envs=2)
+    metrics = evaluate(spec)
+    # Untimed first: a query of one observation and one of batch_envs, on mid-grey images.
+    assert WORKER_CALLS[:2] == [(1, True), (2, True)]
+    # Then the timed ones: a batched query every 5 of the 20 ticks, counted for both episodes.
+    assert WORKER_CALLS[2:] == [(2, False)] * 4 and metrics["latency_ms_per_query"]["queries"] == 2 * 4
+
+
+def test_evaluation_runs_on_the_device_it_is_given(tiny_checkpoint, tmp_path, monkeypatch):
+    metrics, _ = run_eval(f"ckpt_path={tiny_checkpoint}", f"out_dir={tmp_path}", "episode_len=10", "num_videos=0")
+    assert metrics["device"] == ("cuda:0" if torch.cuda.is_available() else "cpu")  # eval.yaml's device: auto
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(InputError, match="device=cuda: CUDA is not available on this machine"):
+        build_spec(eval_cfg(f"ckpt_path={tiny_checkpoint}", "device=cuda"))
+    with pytest.raises(InputError, match="device='tpu' must be auto, cpu, cuda or cuda:<index>"):
+        build_spec(eval_cfg(f"ckpt_path={tiny_checkpoint}", "device=tpu"))

@@ -143,3 +143,15 @@ def test_bad_artifacts_are_refused(tmp_path):
         ACTPolicy.load(tmp_path / "policy.bin")
 
 
+
+
+def test_onnx_policies_refuse_a_gpu_their_onnxruntime_cannot_use(tiny_checkpoint, tmp_path, monkeypatch):
+    from act.runtime import predictors
+
+    path = export(load_network(tiny_checkpoint), tmp_path / "policy.onnx", "onnx")
+    monkeypatch.setattr(predictors, "onnx_has_cuda", lambda: False)  # the CPU-only wheel
+    assert predictors.policy_device(path, "auto").type == "cpu"  # auto: the CPU, even on a GPU machine
+    with pytest.raises(ArtifactError, match="no CUDAExecutionProvider .*onnxruntime-gpu.*device=cpu"):
+        predictors.OnnxPredictor(path, device="cuda")
+    with pytest.raises(ArtifactError, match="ONNX policies run on cpu or cuda"):
+        predictors.OnnxPredictor(path, device="tpu")

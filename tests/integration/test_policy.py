@@ -175,3 +175,16 @@ def test_bad_execution_settings(tiny_checkpoint, tmp_path):
         ACTPolicy.from_checkpoint(tiny_checkpoint, precision="fp8")
     with pytest.raises(FileNotFoundError, match="missing.ckpt"):
         ACTPolicy.from_checkpoint(tmp_path / "missing.ckpt")
+
+
+def test_warm_up_runs_the_network_and_leaves_the_episode_alone(tiny_checkpoint):
+    obs = _observation(ACTPolicy.from_checkpoint(tiny_checkpoint), qpos=np.linspace(-1, 1, 14))
+    fresh = ACTPolicy.from_checkpoint(tiny_checkpoint, temporal_ensemble_coeff=0.01)
+    warmed = ACTPolicy.from_checkpoint(tiny_checkpoint, temporal_ensemble_coeff=0.01)
+    calls = []
+    network = warmed.predictor
+    warmed.predictor = lambda qpos, images: calls.append(len(qpos)) or network(qpos, images)
+    warmed.warm_up((1, 3), repeats=2)
+    assert calls == [1, 1, 3, 3] and warmed.queries == 0
+    np.testing.assert_array_equal([warmed.select_action(obs) for _ in range(3)],
+                                  [fresh.select_action(obs) for _ in range(3)])

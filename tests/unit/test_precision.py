@@ -1,4 +1,5 @@
-"""Precision from the hardware: auto picks bf16 only where it is native, and says why."""
+"""Precision from the hardware: auto picks bf16 only where it is native (fp16 on CUDA GPUs with fp16
+tensor cores only), and says why."""
 
 from __future__ import annotations
 
@@ -23,6 +24,33 @@ def probe_says(monkeypatch):
     def set_probe(result: BF16Probe):
         monkeypatch.setattr(P, "probe_bf16", lambda device_type="cpu": result)
     return set_probe
+
+
+@pytest.mark.parametrize("capability, expected", [((6, 0), "32-true"), ((7, 0), "16-mixed"), ((7, 5), "16-mixed"),
+                                                  ((8, 0), "bf16-mixed"), ((9, 0), "bf16-mixed")])
+def test_auto_on_cuda_follows_the_compute_capability(mock_gpus, capability, expected):
+    # P100 (6.0): no tensor cores; V100, T4, RTX 2080 Ti (7.x): fp16 ones, bf16 emulated; A100, H100: bf16.
+    mock_gpus(capability)
+    choice = resolve_precision("auto", "cuda")
+    assert choice.precision == expected and f"compute capability {capability[0]}.{capability[1]}" in choice.reason
+
+
+def test_auto_asks_the_gpu_in_use_not_the_first(mock_gpus):
+    mock_gpus((8, 0), (7, 5))
+    assert resolve_precision("auto", "cuda:0").precision == "bf16-mixed"
+    choice = resolve_precision("auto", torch.device("cuda", 1))
+    assert choice.precision == "16-mixed" and "GPU 1 (cuda:1" in choice.reason
+    with pytest.warns(UserWarning, match=r"precision=auto \(here: 16-mixed\)"):
+        assert resolve_precision("bf16-mixed", "cuda:1").emulated
+
+
+def test_fp16_autocast_is_for_cuda(mock_gpus):
+    with pytest.raises(ValueError, match="16-mixed needs a CUDA GPU"):
+        resolve_precision("16-mixed", "cpu")
+    with autocast("16-mixed", "cpu"):
+        assert torch.get_autocast_dtype("cpu") == torch.float16
+    mock_gpus((7, 0))
+    assert resolve_precision("16-mixed", "gpu").precision == "16-mixed"
 
 
 def test_auto_follows_the_probe(probe_says):
