@@ -167,5 +167,6 @@ def test_a_late_read_still_names_the_step_that_diverged_and_stops_before_a_check
 @pytest.mark.parametrize("device, rate", [("cpu", 1), ("cuda", 10)])
 def test_the_progress_bar_reads_the_gpu_every_ten_steps(device, rate):
     bar = ProgressBar(refresh_rate=1, cuda_refresh_rate=10)
-    bar.setup(SimpleNamespace(strategy=SimpleNamespace(root_device=torch.device(device)), is_global_zero=True), None, "fit")
+    trainer = SimpleNamespace(strategy=SimpleNamespace(root_device=torch.device(device)), is_global_zero=True)
+    bar.setup(trainer, None, "fit")
     assert bar.refresh_rate == rate
