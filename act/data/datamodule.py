@@ -6,13 +6,24 @@ from typing import Sequence
 
 import lightning as L
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, DistributedSampler
 
 from act.data.dataset import ChunkDataset, StepSampler, split_episodes
 from act.data.episodes import FORMATS, EpisodeIndex
 from act.data.stats import load_or_compute_stats
 from common.checks import check_setting
 from common.errors import InputError
+from common.pool import threads_per_worker
+
+
+MAX_AUTO_WORKERS = 8  # enough to keep a GPU fed with 480x640 frames read from HDF5
+
+
+def auto_workers(processes: int) -> int:
+    """Loader workers per training process for ``num_workers: auto``: the machine's cores shared
+    among ``processes`` training processes, less one each for the process itself, between 1 and
+    ``MAX_AUTO_WORKERS``."""
+    return max(1, min(MAX_AUTO_WORKERS, threads_per_worker(processes) - 1))
 
 
 class ACTDataModule(L.LightningDataModule):
@@ -23,11 +34,13 @@ class ACTDataModule(L.LightningDataModule):
         cameras: cameras to feed the policy, in order; None: every camera of the dataset.
         chunk_size: actions per sample (k).
         batch_size: samples per batch.
-        num_workers: DataLoader worker processes (each opens its own HDF5 handles).
+        num_workers: DataLoader worker processes (each opens its own HDF5 handles); ``auto``: the
+            machine's cores shared among its training processes, less one for each process itself,
+            at most 8 (``auto_workers``).
         val_fraction: share of episodes held out for validation (paper: 0.2).
         split_seed: seed of the episode shuffle behind the split.
         samples_per_episode: samples drawn per episode per epoch (paper: 1).
-        cache_images: keep every frame in memory (small datasets).
+        cache_images: keep every frame in memory (small datasets): a copy in every training process.
         sample_seed: seed of the training sample stream when a Trainer with ``max_steps`` drives
             this module (see ``StepSampler``); validation always uses it too, so ``val/l1`` is
             measured on the same samples at every check.
@@ -35,18 +48,20 @@ class ACTDataModule(L.LightningDataModule):
             episodes give the same batches and statistics in either format.
 
     Inside ``Trainer.fit`` with ``max_steps`` set, one epoch covers all remaining steps and the
-    sampler continues from the trainer's (possibly resumed) global step: resuming is exact.
+    sampler continues from the trainer's (possibly resumed) global step: resuming is exact. Under
+    DDP each rank trains on its own samples and validates its share of the validation samples.
     """
 
     def __init__(self, dataset_dir: str, cameras: Sequence[str] | None = None, chunk_size: int = 100,
-                 batch_size: int = 8, num_workers: int = 2, val_fraction: float = 0.2, split_seed: int = 0,
+                 batch_size: int = 8, num_workers: int | str = 2, val_fraction: float = 0.2, split_seed: int = 0,
                  samples_per_episode: int = 1, cache_images: bool = False, sample_seed: int = 0,
                  format: str = "auto"):
         super().__init__()
         if batch_size <= 0:
             raise InputError(f"batch_size must be positive, got {batch_size}")
-        if num_workers < 0:
-            raise InputError(f"num_workers must be >= 0, got {num_workers}")
+        if num_workers != "auto" and (isinstance(num_workers, bool) or not isinstance(num_workers, int)
+                                      or num_workers < 0):
+            raise InputError(f"num_workers must be a whole number >= 0 or auto, got {num_workers!r}")
         check_setting("data.format", format, FORMATS)
         self.dataset_dir = dataset_dir
         self.cameras = None if cameras is None else list(cameras)
@@ -77,12 +92,19 @@ class ACTDataModule(L.LightningDataModule):
             self.val_set = ChunkDataset(self.index, val_ids, self.chunk_size, self.samples_per_episode,
                                         self.cache_images, sample_seed=self.sample_seed + 1)
 
+    def workers(self) -> int:
+        """``num_workers``, with ``auto`` worked out for the trainer's processes on this machine."""
+        if self.num_workers != "auto":
+            return self.num_workers
+        return auto_workers(self.trainer.num_devices if self.trainer is not None else 1)
+
     def _loader(self, dataset: ChunkDataset, **kwargs) -> DataLoader:
         # An explicit generator keeps DataLoader start-up from drawing on the global RNG, which
         # exact resume relies on.
         generator = torch.Generator().manual_seed(self.sample_seed)
-        return DataLoader(dataset, batch_size=self.batch_size, num_workers=self.num_workers,
-                          persistent_workers=self.num_workers > 0, pin_memory=torch.cuda.is_available(),
+        workers = self.workers()
+        return DataLoader(dataset, batch_size=self.batch_size, num_workers=workers,
+                          persistent_workers=workers > 0, pin_memory=torch.cuda.is_available(),
                           generator=generator, **kwargs)
 
     def train_dataloader(self) -> DataLoader:
@@ -96,4 +118,13 @@ class ACTDataModule(L.LightningDataModule):
         return self._loader(self.train_set, shuffle=True)
 
     def val_dataloader(self):
-        return self._loader(self.val_set, shuffle=False) if self.val_set is not None else []
+        if self.val_set is None:
+            return []
+        trainer = self.trainer
+        if trainer is None or trainer.world_size == 1:
+            return self._loader(self.val_set, shuffle=False)
+        # Each rank validates its share (``sync_dist`` averages them). Lightning's own distributed
+        # sampler is off (``use_distributed_sampler: false``): it would also wrap the training sampler.
+        sampler = DistributedSampler(self.val_set, num_replicas=trainer.world_size, rank=trainer.global_rank,
+                                     shuffle=False)
+        return self._loader(self.val_set, sampler=sampler)

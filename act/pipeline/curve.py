@@ -23,7 +23,7 @@ from act.pipeline.budget import minutes, steps_within, time_training_step
 from act.eval.harness import build_spec, evaluate_and_save, summary_line
 from act.runtime.device import trainer_device
 from act.runtime.precision import resolve_precision
-from act.training.run import ConfigError, build_probe_module, check_dataset_folder, train
+from act.training.run import ConfigError, build_probe_module, check_dataset_folder, is_rank_zero, train
 from act.training.marks import mark_name
 from common.io import write_json
 
@@ -93,6 +93,8 @@ def run_curve(cfg: DictConfig) -> dict:
                  if plan["train_min"] else "") + f" -> {cfg.out_dir}", flush=True)
         start = time.perf_counter()
         train(cfg)
+        if not is_rank_zero():
+            return {}  # DDP: every rank trained; rank 0 alone scores the marks and plots
         print(f"      trained in {minutes(time.perf_counter() - start)}", flush=True)
         marks = json.loads(marks_path.read_text())
     points = [dict(m, ckpt=str(ckpt_dir / mark_name(m["minute"]))) for m in marks["marks"]]

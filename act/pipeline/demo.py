@@ -28,7 +28,7 @@ from act.pipeline.plot import plot_run
 from act.runtime.execution import ExecutionConfig
 from act.runtime.precision import device_type_of, resolve_precision
 from act.training.resume import checkpoint_step, resume_checkpoint
-from act.training.run import ConfigError, build_probe_module, train
+from act.training.run import ConfigError, build_probe_module, is_rank_zero, train
 from common.checks import check_setting
 from common.io import write_json
 from common.video import filmstrip
@@ -217,6 +217,8 @@ def run(cfg: DictConfig) -> dict:
         with open_dict(cfg):
             cfg.ckpt_path = str(resume_from) if done else cfg.ckpt_path
         train_metrics = train(cfg)
+    if not is_rank_zero():
+        return {}  # DDP: every rank trained; rank 0 alone evaluates and writes the summary
     times["train"] = time.perf_counter() - start
     step = checkpoint_step(last)
     ckpt, ckpt_step = last, step

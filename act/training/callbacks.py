@@ -1,6 +1,7 @@
-"""Training callbacks and plugins: throughput in the progress bar and logs; a checkpoint when interrupted
-and at the end; checkpoint saves that fail loudly; a stop at the first non-finite loss or gradient;
-a best checkpoint never chosen by a NaN; a CSV log that continues across resumes."""
+"""Training callbacks and plugins: throughput in the progress bar and logs; a bar that spares the GPU; a
+checkpoint when interrupted and at the end; checkpoint saves that fail loudly; a stop at the first
+non-finite loss or gradient; a best checkpoint never chosen by a NaN; a CSV log that continues across
+resumes."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import lightning as L
 import torch
 from lightning.fabric.loggers.logger import rank_zero_experiment
-from lightning.pytorch.callbacks import ModelCheckpoint, OnExceptionCheckpoint
+from lightning.pytorch.callbacks import ModelCheckpoint, OnExceptionCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from lightning.pytorch.plugins.io import TorchCheckpointIO
@@ -73,6 +74,17 @@ class SafeCheckpointIO(TorchCheckpointIO):
     it was, and no partial file is left behind.
     """
 
+    def load_checkpoint(self, path, map_location="cpu", weights_only: bool | None = None) -> dict:
+        """The checkpoint at ``path``, every tensor on the CPU, wherever it was saved.
+
+        Lightning then copies the weights (and the average) into the parameters already on this
+        rank's device and moves the optimiser's state there. Loading onto the saved device instead
+        would put every rank's copy of a checkpoint written by rank 0 on ``cuda:0``. Lightning's own
+        default, ``lambda storage, loc: storage``, also keeps the CPU storage (``torch.load``
+        restores a location only when ``map_location`` is None or returns None); this says so.
+        """
+        return super().load_checkpoint(path, map_location=map_location, weights_only=weights_only)
+
     def save_checkpoint(self, checkpoint: dict, path, storage_options=None) -> None:
         if storage_options is not None or "://" in str(path):  # remote storage: Lightning's fsspec path
             return super().save_checkpoint(checkpoint, path, storage_options)
@@ -121,34 +133,61 @@ class SamplesPerSecond(L.Callback):
             pl_module.log("train/samples_per_s", rate, prog_bar=True, batch_size=1, rank_zero_only=True)
 
 
+class ProgressBar(TQDMProgressBar):
+    """Lightning's progress bar, refreshed every ``refresh_rate`` steps, or every ``cuda_refresh_rate``
+    when training on a GPU: a refresh reads the logged loss, which makes the CPU wait for the GPU to
+    finish every step queued so far instead of queueing the next ones."""
+
+    def __init__(self, refresh_rate: int = 1, cuda_refresh_rate: int = 10):
+        super().__init__(refresh_rate=refresh_rate)
+        if cuda_refresh_rate < 0:
+            raise InputError(f"cuda_refresh_rate must be >= 0 (0: no bar), got {cuda_refresh_rate}")
+        self.cuda_refresh_rate = cuda_refresh_rate
+
+    @property
+    def refresh_rate(self) -> int:
+        if self._trainer is not None and self._trainer.strategy.root_device.type == "cuda":
+            return self.cuda_refresh_rate
+        return super().refresh_rate
+
+
 class DivergenceError(RunError):
-    """The loss or the gradients stopped being finite; training stopped before the weights did."""
+    """The loss or the gradients stopped being finite; training stopped before any checkpoint held such weights."""
 
 
 class StopOnDivergence(L.Callback):
-    """Stops training at the first non-finite loss or gradient, before the optimiser step writes it
-    into the weights, with one line: the step, the last finite loss and the likely causes.
+    """Stops training at the first non-finite loss or gradient, with one line: the step, the last
+    finite loss and the likely causes.
 
     Without it a diverged run trained on at ``train/loss=nan`` and exited "done", its checkpoints
-    NaN throughout. The check runs at ``on_before_optimizer_step``: after backward, so every rank
-    sees the same all-reduced gradients and stops at the same step; before clipping, which would
-    spread one infinite gradient as NaN over all of them. Per step it costs one pass over the
-    gradients for their global norm (computed as ``clip_grad_norm_`` does, fused on a GPU) and one
-    ``isfinite`` over two numbers. Under a ``GradScaler`` (``16-mixed``) infinite gradients are expected now and
-    then (the scaler skips those steps): there only the loss is checked.
+    NaN throughout. Each step's loss and gradient norm are taken at ``on_before_optimizer_step``:
+    after backward, so every rank sees the same all-reduced gradients and stops at the same step;
+    before clipping, which would spread one infinite gradient as NaN over all of them. They stay on
+    the device and are read together every ``check_every_n_steps`` steps and before any checkpoint
+    is written: reading a GPU value makes the CPU wait until the GPU has run all it was given, and
+    at every step the GPU would then idle while the CPU prepares the next one. A check at every
+    step (``check_every_n_steps=1``, or ``trainer.log_every_n_steps=1`` by default) stops before the
+    optimiser writes the non-finite step into the weights; a later check stops with the weights
+    already non-finite, yet no checkpoint holds them. Per step it costs one pass over the
+    gradients for their global norm (computed as ``clip_grad_norm_`` does, fused on a GPU). Under a
+    ``GradScaler`` (``16-mixed``) infinite gradients are expected now and then (the scaler skips
+    those steps): there only the loss is checked.
+
+    Args:
+        check_every_n_steps: steps between reads of the values; None: ``trainer.log_every_n_steps``,
+            the steps at which Lightning reads the logged loss anyway.
     """
 
-    def __init__(self):
+    def __init__(self, check_every_n_steps: int | None = None):
+        if check_every_n_steps is not None and check_every_n_steps <= 0:
+            raise InputError(f"check_every_n_steps must be positive or null, got {check_every_n_steps}")
+        self.check_every_n_steps = check_every_n_steps
         self._loss: torch.Tensor | None = None  # the loss being backpropagated this step
-        self._last_finite: tuple[torch.Tensor, int] | None = None  # (loss, step) of the last good step
+        self._pending: list[tuple[int, torch.Tensor | None, torch.Tensor | None]] = []  # (step, loss, norm) unread
+        self._last_finite: tuple[float, int] | None = None  # (loss, step) of the last good step read
 
     def on_before_backward(self, trainer: L.Trainer, pl_module: L.LightningModule, loss: torch.Tensor) -> None:
         self._loss = loss.detach()
-
-    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch, batch_idx: int):
-        loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
-        if isinstance(loss, torch.Tensor):  # checked before its step was taken: finite (kept without a sync)
-            self._last_finite = (loss.detach(), trainer.global_step)
 
     def on_before_optimizer_step(self, trainer: L.Trainer, pl_module: L.LightningModule, optimizer) -> None:
         loss = norm = None
@@ -158,21 +197,42 @@ class StopOnDivergence(L.Callback):
             grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
             if grads:
                 norm = torch.nn.utils.get_total_norm(grads).float()
-        checked = [v for v in (loss, norm) if v is not None]
-        if checked and not bool(torch.isfinite(torch.stack([v.to(checked[0].device) for v in checked])).all()):
-            raise DivergenceError(self.describe(trainer, optimizer, None if loss is None else float(loss),
-                                                None if norm is None else float(norm)))
+        self._pending.append((trainer.global_step + 1, loss, norm))
+        every = self.check_every_n_steps or max(1, int(trainer.log_every_n_steps))
+        if (trainer.global_step + 1) % every == 0:
+            self.check(trainer)
 
-    def describe(self, trainer: L.Trainer, optimizer, loss: float | None, norm: float | None) -> str:
-        step = trainer.global_step + 1  # the step being taken; checkpoints of step N hold N steps' weights
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
+        self.check(trainer)  # never a checkpoint of weights that a non-finite step has written into
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.check(trainer)
+
+    def check(self, trainer: L.Trainer) -> None:
+        """Read the values of the steps taken since the last check (one wait for the device) and raise
+        ``DivergenceError`` at the first non-finite one."""
+        pending, self._pending = self._pending, []
+        taken = [v for _, loss, norm in pending for v in (loss, norm) if v is not None]
+        if not taken:
+            return
+        values = iter(torch.stack([v.to(taken[0].device) for v in taken]).tolist())  # the one wait
+        for step, loss, norm in pending:
+            loss, norm = (None if v is None else next(values) for v in (loss, norm))
+            if all(v is None or math.isfinite(v) for v in (loss, norm)):
+                if loss is not None:
+                    self._last_finite = (loss, step)
+                continue
+            raise DivergenceError(self.describe(step, trainer.optimizers, loss, norm))
+
+    def describe(self, step: int, optimizers, loss: float | None, norm: float | None) -> str:
+        """The line for a divergence at optimiser step ``step`` (checkpoints of step N hold N steps' weights)."""
         if loss is not None and not math.isfinite(loss):
             what = f"the loss is {loss}"
         else:
             what = f"the gradient norm is {norm}" + ("" if loss is None else f" (the loss {loss:.4g})")
-        last = None if self._last_finite is None else (float(self._last_finite[0]), self._last_finite[1])
-        before = (f"last finite loss {last[0]:.4g} at step {last[1]}" if last and math.isfinite(last[0])
-                  else "no finite step before it")
-        rates = "/".join(f"{group['lr']:.3g}" for group in optimizer.param_groups)
+        last = self._last_finite
+        before = f"last finite loss {last[0]:.4g} at step {last[1]}" if last else "no finite step before it"
+        rates = "/".join(f"{group['lr']:.3g}" for optimizer in optimizers for group in optimizer.param_groups)
         return (f"training diverged at step {step}: {what}; {before}. Likely causes: a learning rate too high "
                 f"(now {rates}: lower policy.optimizer.lr / policy.lr_backbone) or NaN/inf values in the data; "
                 f"checkpoints saved before step {step} are kept")

@@ -8,24 +8,29 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import lightning as L
-import torch
 
 from act.eval.backends import make_eval_env
 from act.eval.rollout import run_episode
 from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
-from common.errors import InputError
+from common.errors import InputError, RunError
 from common.metrics import summarize
 from envs.constants import MAX_REWARD
 
 log = logging.getLogger(__name__)
+METRICS = ("eval/success_rate", "eval/mean_return", *[f"eval/stage_rate_{k}" for k in range(1, 5)])
+
+
+class EvaluationError(RunError):
+    """Rank 0's rollouts during training failed; every rank stops with the same line."""
 
 
 class EvalCallback(L.Callback):
     """Every ``every_n_steps`` training steps, roll the current policy out and log
     ``eval/success_rate`` (and ``eval/stage_rate_k``, ``eval/mean_return``) plus one video.
 
-    Runs on rank 0 and broadcasts the result, so every rank logs the same value. With
+    Runs on rank 0 and broadcasts the result, so every rank logs the same value; if the rollouts
+    fail, the failure is broadcast and every rank raises ``EvaluationError``. With
     ``save_best``, the checkpoint with the highest success rate so far (ties: the later one) is
     kept as ``<checkpoints>/best_eval.ckpt``: the "best" policy chosen by closed-loop success.
 
@@ -78,30 +83,45 @@ class EvalCallback(L.Callback):
         summary["video"] = results[0].video
         return summary
 
+    def _evaluate(self, trainer: L.Trainer, module) -> tuple[dict, Exception | None]:
+        """Rank 0's rollouts as plain values to broadcast, or the error they raised (and the exception)."""
+        was_training = module.training
+        try:
+            summary = self._rollouts(trainer, module)
+        except Exception as err:  # noqa: BLE001 - raised again on every rank, after the broadcast
+            return {"error": f"{type(err).__name__}: {err}"}, err
+        finally:
+            module.train(was_training)
+        stages = [summary["stage_rates"][str(k)] for k in range(1, 5)]
+        values = [summary["success_rate"], summary["mean_return"], *stages]  # in the order of METRICS
+        return {"values": [float(v) for v in values], "video": summary["video"]}, None
+
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch, batch_idx: int):
         step = trainer.global_step
         if step == 0 or step % self.every_n_steps:
             return
-        values = torch.zeros(6)
-        video = None
+        outcome, cause = {}, None
         if trainer.is_global_zero:
-            was_training = pl_module.training
-            summary = self._rollouts(trainer, pl_module)
-            pl_module.train(was_training)
-            values = torch.tensor([summary["success_rate"], summary["mean_return"],
-                                   *[summary["stage_rates"][str(k)] for k in range(1, 5)]])
-            video = summary["video"]
-        values = trainer.strategy.broadcast(values, src=0)
-        names = ["eval/success_rate", "eval/mean_return"] + [f"eval/stage_rate_{k}" for k in range(1, 5)]
-        for name, value in zip(names, values.tolist()):
+            outcome, cause = self._evaluate(trainer, pl_module)
+        # Every rank waits here for rank 0's rollouts, for at most the process group's timeout
+        # (configs/trainer/ddp.yaml). A failure is broadcast too: had rank 0 raised alone, the others
+        # would wait here until that timeout, then fail with no word of why.
+        outcome = trainer.strategy.broadcast(outcome, src=0)
+        if "error" in outcome:
+            raise EvaluationError(f"closed-loop evaluation at step {step} failed on rank 0 ({outcome['error']}), so "
+                                  "training stopped on every rank; fix its cause (on a machine without a display: "
+                                  "MUJOCO_GL=egl or osmesa) or train without callbacks=eval and evaluate the "
+                                  "checkpoints with scripts/eval.py, then resume from the last checkpoint") from cause
+        for name, value in zip(METRICS, outcome["values"]):
             pl_module.log(name, value, batch_size=1)
-        success = float(values[0])
+        success = outcome["values"][0]
         if self.save_best and (self.best_success is None or success >= self.best_success):
             self.best_success = success
             folder = Path(self.dirpath or Path(trainer.default_root_dir) / "checkpoints")
             trainer.save_checkpoint(folder / "best_eval.ckpt")  # every rank calls it; rank 0 writes
+        video = outcome["video"] if trainer.is_global_zero else None
         if video is not None:
             for logger in trainer.loggers:
                 if hasattr(logger, "log_video"):  # WandbLogger
                     logger.log_video("eval/video", [video], step=step, format=["mp4"])
-            log.info("eval at step %d: success %.2f, video %s", step, values[0].item(), video)
+            log.info("eval at step %d: success %.2f, video %s", step, success, video)

@@ -29,7 +29,8 @@ class WallClockCheckpoints(L.Callback):
     Training time counts from the first training batch (after the data is loaded) and includes
     validation, as a user waits for both; it continues across resumes (kept in the trainer's
     checkpoint). ``<dirpath>/marks.json`` lists each saved mark with its step and seconds, and the
-    end of training as ``final``.
+    end of training as ``final``. Under DDP rank 0's clock decides for every rank (one broadcast of a
+    number per step, until the last mark is saved).
 
     Args:
         marks_min: minutes of training at which to save (positive, any order).
@@ -75,6 +76,10 @@ class WallClockCheckpoints(L.Callback):
                            batch_idx: int) -> None:
         done = {entry["minute"] for entry in self.saved}
         elapsed = self._last = self.elapsed(trainer.global_step)
+        if self.step_s is None and not done.issuperset(self.marks):
+            # Rank 0's clock decides for every rank: a rank saving when its own clock says so would wait
+            # at the checkpoint's barrier for ranks whose clocks do not say so yet (a hang under DDP).
+            elapsed = trainer.strategy.broadcast(elapsed, src=0)
         for minute in (m for m in self.marks if m not in done and elapsed >= 60.0 * m):
             path = self.dirpath / mark_name(minute)
             self.saved.append({"minute": minute, "step": trainer.global_step, "elapsed_s": elapsed, "ckpt": str(path)})

@@ -39,6 +39,38 @@ def lr_factor_fn(schedule: str, warmup_steps: int, total_steps: int, min_ratio: 
     return factor
 
 
+def cuda_rng_state_for(saved: torch.Tensor | Sequence[torch.Tensor], device: torch.device) -> torch.Tensor:
+    """The CUDA generator state to restore on ``device`` from a checkpoint's ``rng_state["cuda"]``.
+
+    A checkpoint holds the state of the device that saved it (rank 0's: under DDP every rank starts
+    from the same seed and draws the same numbers, so it is every rank's). Older checkpoints hold
+    one state per visible GPU: there the entry of ``device`` (on 1 GPU, after an 8-GPU run: the
+    first, rank 0's), or the first where the list has none for it.
+    """
+    if isinstance(saved, torch.Tensor):
+        return saved
+    index = device.index or 0
+    return saved[index] if index < len(saved) else saved[0]
+
+
+def channels_last_pays(device: torch.device, precision: str) -> bool:
+    """Whether the backbone's convolutions should run channels-last on ``device`` at ``precision``
+    (a Lightning precision name).
+
+    On CUDA, where the convolutions run on tensor cores, which read channels-last natively (PyTorch's
+    memory-format tutorial; NCHW would cost a transpose per layer): fp16/bf16 from compute
+    capability 7.0 (Volta), fp32 through TF32 from 8.0 (Ampere) while cuDNN may use it (PyTorch's
+    default). Without tensor cores NCHW is cuDNN's native layout. On a CPU it makes no measurable
+    difference (docs/results.md: 557 vs 556 ms a step); channels-last, as before.
+    """
+    if device.type != "cuda":
+        return True
+    major, _ = torch.cuda.get_device_capability(device)
+    if precision.startswith(("16", "bf16")):
+        return major >= 7
+    return major >= 8 and torch.backends.cudnn.allow_tf32
+
+
 class ACTLitModule(L.LightningModule):
     """Trains ``ACT`` with L1 over non-padded actions + ``kl_weight`` x KL.
 
@@ -51,9 +83,11 @@ class ACTLitModule(L.LightningModule):
             decays along a half cosine to ``lr_min_ratio`` times its peak at ``trainer.max_steps``.
         lr_warmup_steps: steps of linear warm-up from 0 to the peak rates (0: none).
         lr_min_ratio: the cosine schedule's final rate as a fraction of the peak.
-        channels_last: run the backbone in channels-last memory format (faster convolutions).
+        channels_last: run the backbone in channels-last memory format; ``auto``: where it pays, decided
+            when training starts on its device (``channels_last_pays``).
         clip_grad_norm: clip the gradients' global norm to this in the module (None: not here). For
-            a fused optimiser, which Lightning's ``trainer.gradient_clip_val`` refuses; set one of the two.
+            a fused optimiser under ``16-mixed``, where Lightning's ``trainer.gradient_clip_val``
+            refuses; this works in every precision. Set one of the two.
         image_crop: ``[top, left, height, width]``: the network sees only this window of every
             camera image (in pixels of ``image_size``), e.g. the table without the empty floor
             around it; None: the whole image. Training and deployment crop the same way, here.
@@ -78,20 +112,22 @@ class ACTLitModule(L.LightningModule):
 
     def __init__(self, model: dict, kl_weight: float = 10.0, optimizer: Callable | None = None,
                  lr_backbone: float = 1e-5, lr_schedule: str = "constant", lr_warmup_steps: int = 0,
-                 lr_min_ratio: float = 0.0, clip_grad_norm: float | None = None, channels_last: bool = True,
+                 lr_min_ratio: float = 0.0, clip_grad_norm: float | None = None, channels_last: bool | str = "auto",
                  image_crop: Sequence[int] | None = None, val_posterior: bool = False,
                  ema_decay: float | None = None, augment_shift: int = 0, augment_color: float = 0.0,
                  deployment: dict | None = None, train_config: dict | None = None):
         super().__init__()
         self.save_hyperparameters(ignore=["optimizer"])
         meta = deployment_values(deployment)
+        if channels_last not in (True, False, "auto"):
+            raise InputError(f"channels_last must be true, false or auto, got {channels_last!r}")
         config = ACTConfig(**{**dict(model), "num_cameras": len(meta["camera_names"])})
         if kl_weight < 0:
             raise InputError(f"kl_weight must be >= 0, got {kl_weight}")
         self.config = config
         # The network with its statistics and image scaling: the one place normalisation happens.
         self.net = NormalizedACT(config, meta["stats"], meta["camera_names"], meta["image_size"], image_crop,
-                                 meta["task"], meta["render_quality"], channels_last=channels_last)
+                                 meta["task"], meta["render_quality"], channels_last=channels_last is not False)
         self.kl_weight = float(kl_weight)
         self.optimizer_factory = optimizer
         self.lr_backbone = lr_backbone
@@ -125,6 +161,18 @@ class ACTLitModule(L.LightningModule):
         module = cls(**{**checkpoint["hyper_parameters"], **overrides})
         module.load_state_dict(checkpoint["state_dict"])
         return module if map_location is None else module.to(map_location)
+
+    def setup(self, stage: str) -> None:
+        # Before Lightning moves the module to its device and wraps it (DDP): the layout is set once.
+        if self.channels_last == "auto":
+            self.use_channels_last(channels_last_pays(self.trainer.strategy.root_device, str(self.trainer.precision)))
+
+    def use_channels_last(self, enabled: bool) -> None:
+        """Put the backbone's weights (and the average's) in channels-last or the default layout; the
+        network feeds its frames in the layout of its weights."""
+        layout = torch.channels_last if enabled else torch.contiguous_format
+        for net in {self.net, self.policy_net}:
+            net.model.backbone.to(memory_format=layout)
 
     # -- the policy's view (everything else of the network: self.net) -----------------------
     @property
@@ -173,8 +221,15 @@ class ACTLitModule(L.LightningModule):
             self.log("val_posterior/l1", l1, batch_size=size, sync_dist=True)
 
     def on_before_optimizer_step(self, optimizer) -> None:
-        if self.clip_grad_norm is not None:
-            torch.nn.utils.clip_grad_norm_(self.parameters(), self.clip_grad_norm)
+        if self.clip_grad_norm is None:
+            return
+        scaler = getattr(self._trainer.precision_plugin, "scaler", None) if self._trainer is not None else None
+        if scaler is not None and getattr(optimizer, "_step_supports_amp_scaling", False):
+            # 16-mixed with a fused optimiser: Lightning leaves the gradients scaled (the fused step
+            # unscales them itself), so clipping now would clip ~65536x too hard. Unscaled here,
+            # the step then takes them as they are (torch.amp.GradScaler supports this order).
+            scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(self.parameters(), self.clip_grad_norm)
 
     def check_schedule(self, max_steps: int | None) -> None:
         """Raise ``ValueError`` if the learning-rate schedule cannot work within ``max_steps``."""
@@ -208,7 +263,9 @@ class ACTLitModule(L.LightningModule):
         checkpoint["rng_state"] = {  # plain types only: checkpoints load with weights_only=True
             "torch": torch.get_rng_state(), "numpy": [name, keys.tolist(), int(pos), int(has_gauss), float(cached)],
             "python": random.getstate(),
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+            # This rank's own device only: another device's generator is never drawn from here, and a
+            # list of every visible device's states cannot be restored where fewer GPUs are visible.
+            "cuda": None if self.device.type != "cuda" else torch.cuda.get_rng_state(self.device)}
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self._pending_rng_state = checkpoint.get("rng_state")
@@ -222,5 +279,5 @@ class ACTLitModule(L.LightningModule):
             name, keys, pos, has_gauss, cached = state["numpy"]
             np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
             random.setstate(state["python"])
-            if state.get("cuda") is not None and torch.cuda.is_available():
-                torch.cuda.set_rng_state_all(state["cuda"])
+            if state.get("cuda") is not None and self.device.type == "cuda":
+                torch.cuda.set_rng_state(cuda_rng_state_for(state["cuda"], self.device), self.device)

@@ -10,6 +10,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import lightning as L
+import torch
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from lightning.pytorch.callbacks import OnExceptionCheckpoint
@@ -34,6 +35,12 @@ log = logging.getLogger(__name__)
 def say(*args, **kwargs) -> None:
     """``print`` in the rank-zero process only: under DDP every device runs this code."""
     print(*args, **kwargs)
+
+
+def is_rank_zero() -> bool:
+    """Whether this process is rank zero (or the only one). Under DDP every rank's process returns
+    from ``train`` and runs on: only rank zero should then evaluate or write the run's shared files."""
+    return rank_zero_only.rank == 0
 
 
 class ConfigError(InputError):
@@ -127,13 +134,58 @@ def policy_module(policy_cfg: DictConfig, deployment: dict) -> L.LightningModule
 
 
 def build_trainer(cfg: DictConfig) -> L.Trainer:
-    resolve_trainer_precision(cfg)
+    precision = resolve_trainer_precision(cfg)
     if not cfg.trainer.max_steps or cfg.trainer.max_steps <= 0:
         raise ConfigError(f"trainer.max_steps must be positive, got {cfg.trainer.max_steps}")
+    check_clipping(cfg, precision)
     loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values()]
     callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
     # SafeCheckpointIO: a checkpoint that cannot be written stops the run (Lightning's save may not).
-    return instantiate(cfg.trainer, logger=loggers or False, callbacks=callbacks, plugins=[SafeCheckpointIO()])
+    trainer = instantiate(cfg.trainer, logger=loggers or False, callbacks=callbacks, plugins=[SafeCheckpointIO()])
+    if trainer.strategy.root_device.type == "cuda":
+        # fp32 matrix products on TF32 tensor cores (Ampere on; 10-bit mantissa, fp32 range), as PyTorch
+        # already runs fp32 convolutions; under bf16-mixed it touches only what autocast leaves in fp32.
+        torch.set_float32_matmul_precision("high")
+    return trainer
+
+
+def check_clipping(cfg: DictConfig, precision: str) -> None:
+    """Refuse ``trainer.gradient_clip_val`` with a fused optimiser under ``16-mixed`` before training:
+    the fused step unscales the gradients itself, so Lightning cannot clip them and raises at the
+    first step. The module clips them instead (``policy.clip_grad_norm``), in every precision."""
+    fused = bool((cfg.policy.get("optimizer") or {}).get("fused"))
+    if fused and precision == "16-mixed" and cfg.trainer.get("gradient_clip_val"):
+        raise ConfigError(f"trainer.gradient_clip_val={cfg.trainer.gradient_clip_val} cannot clip a fused optimiser's "
+                          "gradients under trainer.precision=16-mixed (the fused step unscales them itself); clip in "
+                          f"the module instead: trainer.gradient_clip_val=null "
+                          f"policy.clip_grad_norm={cfg.trainer.gradient_clip_val}")
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this machine can still give (Linux's ``MemAvailable``); None where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            fields = dict(line.split(":", 1) for line in f)
+        return int(fields["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def check_image_cache(dm: ACTDataModule, trainer: L.Trainer) -> None:
+    """Refuse ``data.cache_images`` where every training process on this machine keeping its own copy
+    of the frames would not fit in memory (50 paper episodes at 480x640: 18 GB a process). Rank 0
+    checks, its own copy made, before it starts the other ranks."""
+    processes = trainer.num_devices
+    if not dm.cache_images or processes <= 1 or not trainer.is_global_zero:
+        return
+    index = dm.index
+    nbytes = int(index.lengths.sum()) * math.prod(index.image_shape) * len(index.cameras)
+    free = available_memory()
+    if free is not None and (processes - 1) * nbytes > free:
+        raise ConfigError(f"data.cache_images=true keeps every frame in each of the {processes} training processes "
+                          f"on this machine, {nbytes / 1e9:.1f} GB each, but only {free / 1e9:.1f} GB more memory is "
+                          "available; set data.cache_images=false (the processes then read the episode files, which "
+                          "the operating system caches once for all)")
 
 
 def check_writable(folder: str | Path, setting: str) -> None:
@@ -219,6 +271,7 @@ def train(cfg: DictConfig) -> dict:
     module = build_module(cfg, dm)
     check_writable(cfg.out_dir, "out_dir")
     trainer = build_trainer(cfg)
+    check_image_cache(dm, trainer)
     try:
         module.check_schedule(cfg.trainer.max_steps)
     except ValueError as err:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+import pytest
 from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+from lightning.pytorch.strategies import DDPStrategy
 from omegaconf import OmegaConf
 
+from act.training.run import ConfigError, check_clipping
 from helpers import CONFIGS
 
 
@@ -22,3 +28,29 @@ def test_every_evaluation_shares_one_execution_config():
     assert plain[1] == ensemble and plain[3] == ensemble and plain[2] == {**ensemble, "precision": "32-true"}
     assert realtime == {**ensemble, "asynchronous": True}
     assert chunked == {**ensemble, "temporal_ensemble_coeff": None}
+
+
+def test_gpu_trainers_set_what_a_gpu_needs():
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        gpu = compose("train", overrides=["trainer=gpu"])
+        ddp = compose("train", overrides=["trainer=ddp"])
+        paper = compose("train", overrides=["experiment=paper", "trainer=ddp"])
+        quickstart = compose("train", overrides=["experiment=cpu_quickstart", "trainer=gpu"])
+    assert gpu.trainer.accelerator == "gpu" and gpu.trainer.benchmark and gpu.data.num_workers == "auto"
+    assert instantiate(ddp.trainer.strategy.timeout) == timedelta(minutes=60)  # rank 0's rollouts fit in it
+    assert isinstance(instantiate(ddp.trainer.strategy), DDPStrategy) and ddp.data.num_workers == "auto"
+    assert paper.trainer.precision == "32-true" and not paper.data.cache_images  # fp32, as its comment says
+    assert quickstart.data.num_workers == 1  # an experiment's own setting wins over the trainer's
+
+
+def test_clipping_a_fused_optimizer_under_16_mixed_is_refused_before_training():
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        quickstart = compose("train", overrides=["experiment=cpu_quickstart", "trainer=gpu"])
+        fused = compose("train", overrides=["trainer=gpu", "+policy.optimizer.fused=true"])
+    assert quickstart.policy.optimizer.fused and quickstart.policy.clip_grad_norm == 10.0
+    check_clipping(quickstart, "16-mixed")  # the module clips: in every precision
+    check_clipping(fused, "bf16-mixed")  # no gradient scaler: Lightning clips a fused optimiser's gradients
+    with pytest.raises(ConfigError, match=r"^trainer.gradient_clip_val=10.0 cannot clip a fused optimiser's gradients "
+                                          r"under trainer.precision=16-mixed .* trainer.gradient_clip_val=null "
+                                          r"policy.clip_grad_norm=10.0$"):
+        check_clipping(fused, "16-mixed")
