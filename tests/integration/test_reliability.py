@@ -15,6 +15,7 @@ import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
+import h5py
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
@@ -95,6 +96,17 @@ def test_bad_data_settings_and_corrupt_episodes_are_config_errors(demos, tmp_pat
     with pytest.raises(ConfigError, match=r"episode_1.hdf5: not a readable HDF5 file.*; move that file out of .*"
                                           r"record_demos.py .* it renames a damaged file \*.corrupt"):
         train(make_cfg(broken, tmp_path / "run"))
+
+
+def test_a_folder_of_two_tasks_is_refused_before_training(demos, tmp_path):
+    # Issue 33: run_realtime appended an insertion episode to transfer-cube demos; training used them as one task.
+    mixed = tmp_path / "mixed"
+    shutil.copytree(demos, mixed)
+    with h5py.File(mixed / "episode_2.hdf5", "a") as root:
+        root.attrs["task"] = "insertion"
+    with pytest.raises(ConfigError, match=r"the episodes in .*mixed mix tasks 'transfer_cube' \(e.g. episode_0.hdf5\) "
+                                          r"and 'insertion' \(e.g. episode_2.hdf5\): train on a folder of one task's"):
+        train(make_cfg(mixed, tmp_path / "run", "trainer.max_steps=0"))
 
 
 def test_image_size_mismatch_suggests_a_command_that_works(demos, tmp_path):

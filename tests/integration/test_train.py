@@ -90,6 +90,9 @@ def test_checkpoint_alone_rebuilds_the_policy(tiny_checkpoint):
     (["policy.lr_schedule=cosine", "policy.lr_warmup_steps=5", "trainer.max_steps=5"], ConfigError,
      r"lr_schedule=cosine needs trainer.max_steps \(5\) > policy.lr_warmup_steps \(5\)"),
     (["policy.model.heads=3"], ConfigError, "hidden_dim \\(32\\) must be divisible by heads \\(3\\)"),
+    # Issue 33: transfer-cube episodes trained as insertion (max_steps=0: the old code fails fast, on it).
+    (["task=insertion", "trainer.max_steps=0"], ConfigError, r"the episodes in .* are of task 'transfer_cube' "
+     r"\(e.g. episode_0.hdf5\), not task.name='insertion': train with task=transfer_cube"),
 ])
 def test_bad_configs_fail_before_training(demos, tmp_path, extra, error, message):
     with pytest.raises(error, match=message):
