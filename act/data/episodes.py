@@ -126,6 +126,11 @@ class EpisodeIndex:
         """A frame reader for this process: ``frame(episode, camera, t)``, ``episode_frames(episode, camera)``."""
         return self.source.open_frames()
 
+    def stored_ranges(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """(min, max) of qpos and action as the folder stores them beside the data (LeRobot's
+        ``meta/stats.json``); {} for ACT HDF5 files, which store none."""
+        return self.source.stored_ranges()
+
     def fingerprint(self) -> str | None:
         """Changes whenever an episode is added, removed or rewritten; None: not cached (LeRobot folders
         are read as they are, nothing is written into them)."""

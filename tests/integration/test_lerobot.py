@@ -20,6 +20,7 @@ import torch
 pytest.importorskip("pyarrow", reason="the [lerobot] extra: pip install -e .[lerobot]")
 pytest.importorskip("av", reason="the [lerobot] extra: pip install -e .[lerobot]")
 
+import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from act.data import convert as convert_module  # noqa: E402
@@ -450,6 +451,25 @@ def test_bad_v3_folders_give_one_clear_error(converted, tmp_path, what, message)
         EpisodeIndex(folder)
     assert "\n" not in str(caught.value)
     assert any(re.search(message, problem) for problem in validate(folder))  # inspect_dataset.py validate too
+
+
+def test_values_off_the_stored_statistics_are_refused_before_training(demos, tmp_path):
+    # Issue 33: a data parquet with flipped bytes stayed readable, with observation.state up to 760,537; validate
+    # flagged it, training trained on it. 5.0 rad is a possible waist angle, but not in these demos.
+    folder = convert(ConvertSettings(src=demos, out=tmp_path / "v3", to="lerobot", images="image")).out
+    path = folder / "data/chunk-000/file-000.parquet"
+    table = pq.read_table(path)
+    state = table.column(fmt.STATE).combine_chunks()
+    values = state.flatten().to_numpy().reshape(len(state), -1).copy()
+    first = pq.read_table(folder / "meta/episodes/chunk-000/file-000.parquet").column("length")[0].as_py()
+    values[first + 7, 0] = 5.0  # episode 1, step 7, left waist
+    flat = pa.array(values.ravel(), type=state.type.value_type)
+    column = pa.FixedSizeListArray.from_arrays(flat, type=state.type)
+    pq.write_table(table.set_column(table.schema.get_field_index(fmt.STATE), fmt.STATE, column), path)
+    dm = ACTDataModule(str(folder), cameras=["top"], chunk_size=10, num_workers=0)
+    with pytest.raises(DatasetError, match=rf"{path} \(episode 1\): qpos has 1 value\(s\) outside the min..max of "
+                                           r"meta/stats.json, widened by their span, e.g. 5 at step 7 for left waist"):
+        dm.setup("fit")
 
 
 def test_a_camera_the_dataset_lacks_names_the_ones_it_has(converted):
