@@ -59,6 +59,10 @@ def check_dataset_folder(cfg: DictConfig) -> Path:
 def build_datamodule(cfg: DictConfig) -> ACTDataModule:
     """The data module, set up and checked against the task and policy settings."""
     folder = check_dataset_folder(cfg)
+    chunk_size = cfg.policy.model.chunk_size  # the data module's too: name the setting a user types
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ConfigError(f"policy.model.chunk_size must be a positive number of actions (the paper: 100), "
+                          f"got {chunk_size!r}")
     try:
         dm: ACTDataModule = instantiate(cfg.data)
     except InstantiationException as err:  # the data module's own message (e.g. batch_size)
