@@ -11,14 +11,13 @@ queries at batch 1 as the policy runs them. Reports ms/step, samples/s, achieved
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
 from act.bench.train import bench_train
-from common.cli import run_main
+from common.cli import hydra_main, run_main
 
 
-@hydra.main(config_path="../configs", config_name="bench/train", version_base="1.3")
+@hydra_main("bench/train")
 def main(cfg: DictConfig) -> dict:
     return run_main(bench_train, cfg)
 
