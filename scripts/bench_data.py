@@ -9,14 +9,13 @@ through the OS page cache after the first pass, as in any training run on a smal
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
 from act.bench.data import bench_data
-from common.cli import run_main
+from common.cli import hydra_main, run_main
 
 
-@hydra.main(config_path="../configs", config_name="bench/data", version_base="1.3")
+@hydra_main("bench/data")
 def main(cfg: DictConfig) -> dict:
     return run_main(bench_data, cfg)
 

@@ -9,14 +9,13 @@ quality. Medians are reported; the first step (GL context creation) is excluded.
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
 from act.bench.env import bench_env
-from common.cli import run_main
+from common.cli import hydra_main, run_main
 
 
-@hydra.main(config_path="../configs", config_name="bench/env", version_base="1.3")
+@hydra_main("bench/env")
 def main(cfg: DictConfig) -> dict:
     return run_main(bench_env, cfg)
 

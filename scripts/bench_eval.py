@@ -10,14 +10,13 @@
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
 from act.bench.eval import bench_eval
-from common.cli import run_main
+from common.cli import hydra_main, run_main
 
 
-@hydra.main(config_path="../configs", config_name="bench/eval", version_base="1.3")
+@hydra_main("bench/eval")
 def main(cfg: DictConfig) -> dict:
     return run_main(bench_eval, cfg)
 

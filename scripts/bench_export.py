@@ -11,14 +11,13 @@ speed-up of each over eager fp32 and the largest action difference from eager fp
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
 from act.bench.export import bench_export
-from common.cli import run_main
+from common.cli import hydra_main, run_main
 
 
-@hydra.main(config_path="../configs", config_name="bench/export", version_base="1.3")
+@hydra_main("bench/export")
 def main(cfg: DictConfig) -> dict:
     return run_main(bench_export, cfg)
 

@@ -11,14 +11,13 @@ process), which a busy machine changes much less.
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
 from act.bench.lerobot import bench_lerobot
-from common.cli import run_main
+from common.cli import hydra_main, run_main
 
 
-@hydra.main(config_path="../configs", config_name="bench/lerobot", version_base="1.3")
+@hydra_main("bench/lerobot")
 def main(cfg: DictConfig) -> dict:
     return run_main(bench_lerobot, cfg)
 

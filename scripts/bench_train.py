@@ -13,14 +13,13 @@ process), the step's phases, peak RSS and ms/query (act/bench/train.py).
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
 from act.bench.train import bench_train
-from common.cli import run_main
+from common.cli import hydra_main, run_main
 
 
-@hydra.main(config_path="../configs", config_name="bench/train", version_base="1.3")
+@hydra_main("bench/train")
 def main(cfg: DictConfig) -> dict:
     return run_main(bench_train, cfg)
 

@@ -11,10 +11,9 @@ directly (``data.dataset_dir=<out>``): converting is for publishing, or for tool
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from common.cli import run_main
+from common.cli import hydra_main, run_main
 from common.errors import InputError
 
 
@@ -30,7 +29,7 @@ def convert_dataset(cfg: DictConfig):
     return convert(cfg)
 
 
-@hydra.main(config_path="../configs", config_name="convert_dataset", version_base="1.3")
+@hydra_main("convert_dataset")
 def main(cfg: DictConfig) -> None:
     run_main(convert_dataset, cfg, interrupted=f"interrupted; rerun the same command to finish: finished episodes "
                                                f"in {cfg.out} are kept")

@@ -10,14 +10,13 @@ act/pipeline/demo.py.
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
 from act.pipeline.demo import run
-from common.cli import run_main
+from common.cli import hydra_main, run_main
 
 
-@hydra.main(config_path="../configs", config_name="demo", version_base="1.3")
+@hydra_main("demo")
 def main(cfg: DictConfig) -> dict:
     return run_main(run, cfg, interrupted="interrupted: rerun the same command to continue (demos and checkpoints "
                                           "are kept)")

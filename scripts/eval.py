@@ -11,14 +11,13 @@ records, latency) and mp4s of the first episodes into out_dir.
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
 from act.eval.harness import evaluate
-from common.cli import run_main
+from common.cli import hydra_main, run_main
 
 
-@hydra.main(config_path="../configs", config_name="eval", version_base="1.3")
+@hydra_main("eval")
 def main(cfg: DictConfig) -> dict:
     return run_main(evaluate, cfg)
 

@@ -11,14 +11,13 @@ metadata the camera names, image size, chunk size and task. It runs with ``onnxr
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
 from act.runtime.export import export_checkpoint
-from common.cli import run_main
+from common.cli import hydra_main, run_main
 
 
-@hydra.main(config_path="../configs", config_name="export", version_base="1.3")
+@hydra_main("export")
 def main(cfg: DictConfig) -> None:
     run_main(export_checkpoint, cfg)
 

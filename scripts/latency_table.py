@@ -11,14 +11,13 @@ jerk and the jump at chunk switches. Resumable: a cell whose metrics exist is no
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
 from act.eval.latency_table import latency_table
-from common.cli import run_main
+from common.cli import hydra_main, run_main
 
 
-@hydra.main(config_path="../configs", config_name="latency_table", version_base="1.3")
+@hydra_main("latency_table")
 def main(cfg: DictConfig) -> list[dict]:
     return run_main(latency_table, cfg)
 

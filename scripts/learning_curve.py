@@ -9,14 +9,13 @@ scores only what is missing. See act/pipeline/curve.py.
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
 from act.pipeline.curve import run_curve
-from common.cli import run_main
+from common.cli import hydra_main, run_main
 
 
-@hydra.main(config_path="../configs", config_name="learning_curve", version_base="1.3")
+@hydra_main("learning_curve")
 def main(cfg: DictConfig) -> None:
     run_main(run_curve, cfg, interrupted="interrupted: rerun the same command to resume")
 

@@ -15,10 +15,10 @@ import hydra
 from omegaconf import DictConfig
 
 from act.data.record import record_demos
-from common.cli import run_main
+from common.cli import hydra_main, run_main
 
 
-@hydra.main(config_path="../configs", config_name="record_demos", version_base="1.3")
+@hydra_main("record_demos")
 def main(cfg: DictConfig) -> dict:
     out_dir = Path(hydra.utils.to_absolute_path(cfg.out_dir))
     return run_main(record_demos, cfg, interrupted=f"interrupted; finished episodes are in {out_dir}: rerun the "

@@ -15,14 +15,13 @@ See docs/deployment_safety.md.
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
 from act.runtime.deployment import run_realtime
-from common.cli import run_main
+from common.cli import hydra_main, run_main
 
 
-@hydra.main(config_path="../configs", config_name="run_realtime", version_base="1.3")
+@hydra_main("run_realtime")
 def main(cfg: DictConfig) -> dict:
     return run_main(run_realtime, cfg)
 

@@ -8,14 +8,13 @@ mp4s of the first ``num_videos`` episodes into ``out_dir``.
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
 from act.eval.expert import scripted_rollouts
-from common.cli import run_main
+from common.cli import hydra_main, run_main
 
 
-@hydra.main(config_path="../configs", config_name="scripted_rollout", version_base="1.3")
+@hydra_main("scripted_rollout")
 def main(cfg: DictConfig) -> dict:
     return run_main(scripted_rollouts, cfg)
 

@@ -11,14 +11,13 @@ Returns ``optimized_metric`` to a sweeper. See act/training/run.py.
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
 from act.training.run import train_objective
-from common.cli import run_main
+from common.cli import hydra_main, run_main
 
 
-@hydra.main(config_path="../configs", config_name="train", version_base="1.3")
+@hydra_main("train")
 def main(cfg: DictConfig) -> float | None:
     return run_main(train_objective, cfg, interrupted="interrupted: rerun the same command to resume")
 

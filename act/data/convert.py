@@ -11,7 +11,9 @@ keeps the files that pass the schema check. ``<out>/.convert.json`` marks the fo
 conversion until the last episode is written.
 
 Either way ``out`` must be empty, or an unfinished conversion with the same settings: nothing else
-in it is ever touched.
+in it is ever touched. One conversion at a time per ``out``: a second one is refused (``common.lock``),
+since the two would write and delete each other's parts. Ctrl-C stops at the next episode or frame
+(``common.interrupt``), so nothing is left half-written and nothing is printed but the one line.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from omegaconf import DictConfig
 
-from act.data.episodes import DatasetError, EpisodeIndex, detect_format
+from act.data.episodes import LEROBOT_INFO, DatasetError, EpisodeIndex, detect_format
 from act.data.lerobot import format as fmt
 from act.data.lerobot import stats as lrstats
 from act.data.lerobot import video, writer
@@ -38,7 +40,9 @@ from act.data.schema import EpisodeFormatError, episode_path, list_episode_files
 from common.aloha import FPS
 from common.checks import check_setting
 from common.errors import InputError
+from common.interrupt import stop_point, stop_points
 from common.io import write_json
+from common.lock import LOCK_NAME, folder_lock
 from common.progress import EpisodeBar
 
 TARGETS = ("lerobot", "act_hdf5")
@@ -97,7 +101,7 @@ def check_out(settings: ConvertSettings, marker: Path) -> bool:
     out = settings.out
     if out.exists() and not out.is_dir():
         raise InputError(f"out={out} is a file; choose a folder")
-    if not out.exists() or not any(out.iterdir()):
+    if not out.exists() or not any(p.name != LOCK_NAME for p in out.iterdir()):
         return False
     if marker.is_file():
         try:
@@ -117,8 +121,13 @@ def open_source(settings: ConvertSettings) -> EpisodeIndex:
     """The source dataset, of the kind ``to`` converts from; ``DatasetError`` otherwise."""
     want = "act_hdf5" if settings.to == "lerobot" else "lerobot"
     found = detect_format(settings.src) if settings.src.is_dir() else want
-    if found != want:
-        raise DatasetError(f"src={settings.src} is already a {found} dataset; to={settings.to} converts a {want} one")
+    if found == "lerobot" and want == "act_hdf5":
+        raise DatasetError(f"src={settings.src} is already a LeRobot dataset; to=lerobot converts an ACT HDF5 one")
+    if found != want:  # no meta/info.json: ACT HDF5 files, or no dataset at all
+        what = "is already an ACT HDF5 dataset" if list_episode_files(settings.src) else \
+            f"is not a LeRobot dataset (it has no {LEROBOT_INFO})"
+        raise DatasetError(f"src={settings.src} {what}; to=act_hdf5 converts a LeRobot v3.0 folder, to=lerobot a "
+                           "folder of episode_*.hdf5 files")
     index = EpisodeIndex(settings.src, format=want)
     fps = index.attrs.get("fps", FPS)
     if fps != FPS:
@@ -128,9 +137,14 @@ def open_source(settings: ConvertSettings) -> EpisodeIndex:
 
 
 def convert(settings: ConvertSettings, progress: Callable[[int, int], None] | None = None) -> ConvertResult:
-    """Convert ``settings.src`` into ``settings.out``; ``progress(done, total)`` after each episode."""
+    """Convert ``settings.src`` into ``settings.out``; ``progress(done, total)`` after each episode.
+
+    Holds ``<out>/.lock`` throughout (``FolderInUseError`` while another conversion writes there)."""
     start = time.perf_counter()
-    result = (_to_lerobot if settings.to == "lerobot" else _to_hdf5)(settings, progress or (lambda done, total: None))
+    index = open_source(settings)  # before ``out`` is created: a wrong src leaves nothing behind
+    with folder_lock(settings.out, "a conversion", "convert into another out"), stop_points():
+        write = _to_lerobot if settings.to == "lerobot" else _to_hdf5
+        result = write(settings, index, progress or (lambda done, total: None))
     result.wall_time_s = time.perf_counter() - start
     return result
 
@@ -143,6 +157,7 @@ def _pending(index: EpisodeIndex, done: set[int], result: ConvertResult, progres
     for i, info in enumerate(index.episodes):
         if i in done:
             continue
+        stop_point()
         yield i, info, index.low_dim(i), {cam: reader.episode_frames(i, cam) for cam in index.cameras}
         result.converted += 1
         progress(len(done) + result.converted, len(index))
@@ -156,10 +171,9 @@ def _task_text(settings: ConvertSettings, attrs: dict) -> str:
     return TASK_TEXT.get(name, name) if name else "ALOHA bimanual manipulation"
 
 
-def _to_lerobot(settings: ConvertSettings, progress: Callable[[int, int], None]) -> ConvertResult:
+def _to_lerobot(settings: ConvertSettings, index: EpisodeIndex, progress: Callable[[int, int], None]) -> ConvertResult:
     staging = settings.out / STAGING
     resuming = check_out(settings, staging / "settings.json")
-    index = open_source(settings)
     low = index.low_dim(0)
     vectors = {fmt.STATE: "qpos", fmt.ACTION: "action"}
     vectors.update({key: name for key, name in ((fmt.VELOCITY, "qvel"), (fmt.EFFORT, "effort")) if name in low})
@@ -227,6 +241,7 @@ def _assemble(settings: ConvertSettings, index: EpisodeIndex, features: dict, sc
         parts = [staging / f"episode_{i:06d}.{cam}.mp4" for i in range(n)]
         for number, group in enumerate(writer.plan_files([p.stat().st_size for p in parts],
                                                          settings.video_file_mb << 20)):
+            stop_point()  # assembly only copies: an interrupted one is redone
             lengths = [rows[i]["length"] for i in group]
             video.concatenate([parts[i] for i in group], lengths, writer.video_path(out, key, number), FPS)
             frames_before = 0  # integer frame counts: no float sum drifts (lerobot#3177)
@@ -270,10 +285,9 @@ def _values(table: pa.Table, key: str) -> np.ndarray:
 
 
 # -- LeRobot -> ACT HDF5 ------------------------------------------------------------------------
-def _to_hdf5(settings: ConvertSettings, progress: Callable[[int, int], None]) -> ConvertResult:
+def _to_hdf5(settings: ConvertSettings, index: EpisodeIndex, progress: Callable[[int, int], None]) -> ConvertResult:
     marker = settings.out / HDF5_MARKER
     resuming = check_out(settings, marker)
-    index = open_source(settings)
     settings.out.mkdir(parents=True, exist_ok=True)
     if not resuming:
         write_json(marker, settings.resume_key())

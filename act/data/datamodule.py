@@ -11,6 +11,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 from act.data.dataset import ChunkDataset, StepSampler, split_episodes
 from act.data.episodes import FORMATS, EpisodeIndex
 from act.data.stats import load_or_compute_stats
+from act.data.values import check_values
 from common.checks import check_setting
 from common.errors import InputError
 from common.pool import threads_per_worker
@@ -81,7 +82,9 @@ class ACTDataModule(L.LightningDataModule):
     def setup(self, stage: str | None = None) -> None:
         if self.index is not None:
             return
-        self.index = EpisodeIndex(self.dataset_dir, self.cameras, self.format)
+        index = EpisodeIndex(self.dataset_dir, self.cameras, self.format)
+        check_values(index)  # before the statistics: a corrupt number is refused, not averaged in
+        self.index = index
         self.stats = load_or_compute_stats(self.index)
         train_ids, val_ids = split_episodes(len(self.index), self.val_fraction, self.split_seed)
         self.train_set = ChunkDataset(self.index, train_ids, self.chunk_size, self.samples_per_episode,

@@ -44,9 +44,10 @@ def open_source(folder: Path, format: str = "auto"):
 
     files = list_episode_files(folder)
     if not files:
-        hint = " (it has meta/info.json: data.format=lerobot or auto reads it)" if format == "act_hdf5" and \
-            (folder / LEROBOT_INFO).is_file() else ""
-        raise DatasetError(f"dataset folder {folder} holds no episode_*.hdf5 files{hint}")
+        fix = "it has meta/info.json: data.format=lerobot or auto reads it" if (folder / LEROBOT_INFO).is_file() \
+            else (f"record demonstrations into it with `python scripts/record_demos.py task=<task> out_dir={folder}`, "
+                  "or point at a folder of episode_*.hdf5 files or a LeRobot v3.0 folder (with meta/info.json)")
+        raise DatasetError(f"dataset folder {folder} holds no episode_*.hdf5 files; {fix}")
     return HDF5Source(folder, files)
 
 
@@ -125,6 +126,11 @@ class EpisodeIndex:
     def open_frames(self):
         """A frame reader for this process: ``frame(episode, camera, t)``, ``episode_frames(episode, camera)``."""
         return self.source.open_frames()
+
+    def stored_ranges(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """(min, max) of qpos and action as the folder stores them beside the data (LeRobot's
+        ``meta/stats.json``); {} for ACT HDF5 files, which store none."""
+        return self.source.stored_ranges()
 
     def fingerprint(self) -> str | None:
         """Changes whenever an episode is added, removed or rewritten; None: not cached (LeRobot folders

@@ -10,6 +10,7 @@ import numpy as np
 
 from act.data.episodes import DatasetError, EpisodeIndex, detect_format
 from act.data.schema import EpisodeFormatError, list_episode_files, read_episode_info, read_frame, read_low_dim
+from act.data.values import value_problems
 from common.aloha import JOINT_NAMES
 from common.video import tile, write_mp4
 
@@ -73,7 +74,7 @@ def validate(folder: Path | str) -> list[str]:
             problems.append(str(err))
     if not problems:
         try:
-            EpisodeIndex(folder)
+            problems += value_problems(EpisodeIndex(folder))
         except DatasetError as err:
             problems.append(str(err))
     indices = [i for i, _ in files]
@@ -85,7 +86,7 @@ def validate(folder: Path | str) -> list[str]:
 
 def validate_lerobot(folder: Path) -> list[str]:
     """Problems of a LeRobot v3 folder: its metadata and files (checked when indexed), every episode's last
-    frame of every camera, finite state and action, and ``meta/stats.json`` against the data."""
+    frame of every camera, finite and plausible state and action, and ``meta/stats.json`` against the data."""
     import json
 
     try:
@@ -104,6 +105,7 @@ def validate_lerobot(folder: Path) -> list[str]:
                 reader.frame(i, cam, info.length - 1)
             except ValueError as err:
                 problems.append(f"{folder}: {info.label}: camera {cam!r}: last frame unreadable ({err})")
+    problems += value_problems(index)
     stats_path = folder / "meta" / "stats.json"
     try:
         stats = json.loads(stats_path.read_text())

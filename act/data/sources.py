@@ -9,6 +9,8 @@ A source gives what ``EpisodeIndex`` and ``ChunkDataset`` need, and nothing is c
         reader.frame(i, cam, t)        (H, W, 3) uint8 RGB
         reader.episode_frames(i, cam)  (T, H, W, 3) uint8 RGB, read in one pass
     source.fingerprint()           changes when the data change; None: do not cache statistics
+    source.stored_ranges()         {'qpos'/'action': (min (D,), max (D,))} the dataset stores beside its data
+                                   (a LeRobot folder's meta/stats.json); {} where it stores none
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ class HDF5Source:
 
     def open_frames(self) -> HDF5Frames:
         return HDF5Frames(self.episodes)
+
+    def stored_ranges(self) -> dict:
+        return {}  # the files store no statistics: dataset_stats.json is computed from them
 
     def fingerprint(self) -> str:
         digest = hashlib.sha1()

@@ -82,4 +82,7 @@ def estimate_evaluation(module, precision: str, env, episodes: int, episode_len:
 
 
 def minutes(seconds: float) -> str:
-    return f"{int(seconds // 60)} min {seconds % 60:04.1f} s"
+    """A duration as a person reads it: ``3539.6`` -> ``59 min 00 s``. Rounded to whole seconds before
+    the split, so 59.6 s carries into the minute (rounding the seconds alone printed ``58 min 60.0 s``)."""
+    whole = round(abs(seconds))
+    return f"{'-' if seconds < 0 and whole else ''}{whole // 60} min {whole % 60:02d} s"

@@ -79,8 +79,8 @@ def build(cfg: DictConfig):
 
 def check_record_dir(record_dir, policy: ACTPolicy) -> int | None:
     """The first episode number to write into ``record_dir`` (None: not recording). Refuses a folder
-    it cannot write, or one holding episodes of other cameras or image size (they would not load
-    together); recordings already there are kept and numbered after."""
+    it cannot write, or one holding episodes of another task, other cameras or image size (they would
+    not load together, or train one task on another's); recordings already there are kept and numbered after."""
     if record_dir is None:
         return None
     folder = Path(record_dir)
@@ -95,6 +95,10 @@ def check_record_dir(record_dir, policy: ACTPolicy) -> int | None:
     if sorted(info.cameras) != sorted(policy.camera_names) or tuple(shape[:2]) != (h, w):
         raise InputError(f"record_dir={folder} holds episodes with cameras {list(info.cameras)} at {shape[0]}x{shape[1]}; "
                          f"this policy sees {policy.camera_names} at {h}x{w}: choose another record_dir")
+    task = info.attrs.get("task")
+    if task is not None and task != policy.task:
+        raise InputError(f"record_dir={folder} holds episodes of task {task!r} (e.g. {files[-1][1].name}); this "
+                         f"policy does {policy.task!r}: choose another record_dir")
     return files[-1][0] + 1
 
 

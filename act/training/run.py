@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from act.training.callbacks import ResumableCSVLogger, SafeCheckpointIO
 from act.data.datamodule import ACTDataModule
-from act.data.schema import EpisodeFormatError
+from act.data.schema import EpisodeFormatError, EpisodeInfo
 from act.model.checkpoint import CheckpointError, read_checkpoint
 from act.runtime.device import trainer_device
 from act.runtime.precision import resolve_precision
@@ -27,6 +27,7 @@ from act.training.resume import resume_checkpoint
 from common.errors import InputError
 from common.io import unwritable_reason
 from common.lock import folder_lock
+from envs.constants import TASKS
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,10 @@ def check_dataset_folder(cfg: DictConfig) -> Path:
 def build_datamodule(cfg: DictConfig) -> ACTDataModule:
     """The data module, set up and checked against the task and policy settings."""
     folder = check_dataset_folder(cfg)
+    chunk_size = cfg.policy.model.chunk_size  # the data module's too: name the setting a user types
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ConfigError(f"policy.model.chunk_size must be a positive number of actions (the paper: 100), "
+                          f"got {chunk_size!r}")
     try:
         dm: ACTDataModule = instantiate(cfg.data)
     except InstantiationException as err:  # the data module's own message (e.g. batch_size)
@@ -77,6 +82,7 @@ def build_datamodule(cfg: DictConfig) -> ACTDataModule:
         raise ConfigError(f"{err}; move that file out of {folder}, or rerun `{record_command(cfg)} "
                           f"num_episodes=<N>`: it renames a damaged file *.corrupt and records it again") from err
     index = dm.index
+    check_task(cfg, index.episodes, folder)  # first: the task's settings (image size, cameras) follow from it
     height, width = index.image_shape[:2]
     want = tuple(cfg.task.image_size)
     if (height, width) != want and index.format == "lerobot":
@@ -98,6 +104,23 @@ def build_datamodule(cfg: DictConfig) -> ACTDataModule:
         raise ConfigError(f"policy.model.chunk_size={cfg.policy.model.chunk_size} is longer than the shortest episode "
                           f"({shortest} steps) in {folder}")
     return dm
+
+
+def check_task(cfg: DictConfig, episodes: list[EpisodeInfo], folder: Path) -> None:
+    """Refuse episodes recorded for another simulated task than ``task.name``: the checkpoint is labelled with
+    ``task.name`` and evaluation rolls that task out. A ``task`` attribute that names no simulated task (a
+    robot's recordings, LeRobot's task sentences) is not compared."""
+    found: dict[str, str] = {}  # task -> the first episode of it
+    for info in episodes:
+        if info.attrs.get("task") in TASKS:
+            found.setdefault(info.attrs["task"], info.label)
+    shown = " and ".join(f"{task!r} (e.g. {label})" for task, label in found.items())
+    if len(found) > 1:
+        raise ConfigError(f"the episodes in {folder} mix tasks {shown}: train on a folder of one task's episodes")
+    if found and cfg.task.name not in found:
+        task = next(iter(found))
+        raise ConfigError(f"the episodes in {folder} are of task {shown}, not task.name={cfg.task.name!r}: train "
+                          f"with task={task} (its cameras, image size and evaluation), or on {cfg.task.name} episodes")
 
 
 def build_module(cfg: DictConfig, dm: ACTDataModule) -> L.LightningModule:

@@ -1,16 +1,22 @@
-"""The layout and the entry points' contract: thin scripts, one error wrapper, quiet output, the sweeper's metric."""
+"""The layout and the entry points' contract: thin scripts, one error wrapper (Hydra's override errors included),
+quiet output, the sweeper's metric."""
 
 from __future__ import annotations
 
 import ast
 import csv
+import os
 import re
+import subprocess
+import sys
 
 import pytest
+from hydra import compose, initialize_config_dir
 
 from common.cli import run_main
 from common.errors import InputError, RunStopped
-from helpers import ROOT, tiny_overrides
+from common.hydra_errors import describe
+from helpers import CONFIGS, ROOT, tiny_overrides
 
 
 def test_scripts_are_thin_and_tests_never_import_them():
@@ -52,6 +58,50 @@ def test_the_wrapper_prints_user_errors_as_one_line_and_keeps_bugs_tracebacks(ca
     with pytest.raises(ValueError, match="a programming error"):
         run_main(bug)
     assert run_main(lambda x: x + 1, 41) == 42
+
+
+def composition_error(config_name: str, *overrides: str) -> str | None:
+    """What an entry point of ``config_name`` prints (after ``error: ``) when Hydra cannot compose ``overrides``."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        with pytest.raises(Exception) as caught:
+            compose(config_name, overrides=list(overrides), return_hydra_config=True)
+    return describe(caught.value, CONFIGS, config_name, list(overrides))
+
+
+@pytest.mark.parametrize("config_name, overrides, line", [
+    ("train", ["trainer.max_stepz=4"], "trainer.max_stepz is not a setting of train; did you mean trainer.max_steps?"),
+    ("train", ["policy=small", "policy.model.chunk_sise=5"],
+     "policy.model.chunk_sise is not a setting of train; did you mean policy.model.chunk_size?"),
+    ("train", ["experiment=smok"], "experiment=smok is not a config in configs/experiment/; did you mean "
+                                   "experiment=smoke? (valid: cpu_quickstart, cpu_quickstart_insertion, paper, smoke)"),
+    ("eval", ["task=insertion2"], "task=insertion2 is not a config in configs/task/; did you mean task=insertion? "
+                                  "(valid: insertion, transfer_cube)"),
+    ("run_realtime", ["task=insertion"], "task is not a setting of run_realtime; run_realtime has: aloha, ckpt_path, "
+                                         "episode_len, execution, num_episodes, out_dir, record_dir, render_quality, "
+                                         "robot, safety, seed, threads"),
+    ("train", ["task.cameras=[top"], "cannot read the override 'task.cameras=[top': no viable alternative at input "
+                                     "'[top'; see https://hydra.cc/docs/advanced/override_grammar/basic/"),
+])
+def test_hydra_override_errors_become_one_line_with_the_nearest_name(config_name, overrides, line):
+    # Issue 33: Hydra's own multi-line text ending in "Set the environment variable HYDRA_FULL_ERROR=1", exit 1.
+    assert composition_error(config_name, *overrides) == line
+
+
+def test_override_mistakes_exit_2_with_one_line_and_hydra_full_error_keeps_the_trace(run_script):
+    proc = run_script("train", "trainer.max_stepz=4", check=False)
+    assert (proc.returncode, proc.stderr) == (2, "error: trainer.max_stepz is not a setting of train; did you mean "
+                                                 "trainer.max_steps?\n")
+    # A + addition that nothing reads: run_realtime has no task (the policy's comes from its checkpoint).
+    proc = run_script("run_realtime", "+task=insertion", "ckpt_path=none.onnx", check=False)
+    assert proc.returncode == 2 and proc.stderr.splitlines()[-1] == (
+        "error: +task=insertion adds task, which run_realtime does not read; its settings: aloha, ckpt_path, "
+        "episode_len, execution, num_episodes, out_dir, record_dir, render_quality, robot, safety, seed, threads")
+    full = subprocess.run([sys.executable, str(ROOT / "scripts" / "train.py"), "trainer.max_stepz=4"],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "HYDRA_FULL_ERROR": "1"})
+    assert full.returncode == 1 and "Traceback" in full.stderr and "ConfigCompositionException" in full.stderr
 
 
 def test_the_sweeper_gets_the_optimized_metric_and_lightning_speaks_once(run_script, demos, tmp_path):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +20,7 @@ import torch
 pytest.importorskip("pyarrow", reason="the [lerobot] extra: pip install -e .[lerobot]")
 pytest.importorskip("av", reason="the [lerobot] extra: pip install -e .[lerobot]")
 
+import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from act.data import convert as convert_module  # noqa: E402
@@ -28,6 +31,7 @@ from act.data.episodes import DatasetError, EpisodeIndex  # noqa: E402
 from act.data.inspect import summary, validate  # noqa: E402
 from act.data.lerobot import format as fmt  # noqa: E402
 from act.data.lerobot import stats as lrstats  # noqa: E402
+from act.data.lerobot import video  # noqa: E402
 from act.data.lerobot.video import FrameDecoder, psnr  # noqa: E402
 from act.data.schema import read_episode_info, read_low_dim, write_episode  # noqa: E402
 from act.data.stats import compute_stats  # noqa: E402
@@ -350,6 +354,46 @@ def test_interrupted_conversion_to_hdf5_resumes(converted, tmp_path, monkeypatch
     assert sorted(p.name for p in settings.out.iterdir()) == [f"episode_{i}.hdf5" for i in range(3)]
 
 
+class CtrlCWhenCollected:
+    """Sends this process SIGINT from its finalizer: Ctrl-C landing inside h5py's or tqdm's finalizers."""
+
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_ctrl_c_inside_a_finalizer_stops_the_conversion_at_the_next_episode(converted, tmp_path, monkeypatch, capfd):
+    # Issue 33: Python raised it inside the finalizer, printed "Exception ignored ... KeyboardInterrupt" and
+    # dropped it: the conversion went on to the end and exited 0.
+    settings = ConvertSettings(src=converted["image"], out=tmp_path / "back", to="act_hdf5")
+    real, calls = convert_module.write_episode, []
+
+    def write_then_ctrl_c(*args, **kwargs):
+        calls.append(1)
+        path = real(*args, **kwargs)
+        CtrlCWhenCollected()  # collected at once: the signal arrives inside its __del__
+        return path
+
+    monkeypatch.setattr(convert_module, "write_episode", write_then_ctrl_c)
+    handler = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        convert(settings)
+    assert len(calls) == 1 and sorted(p.name for p in settings.out.iterdir()) == [".convert.json", "episode_0.hdf5"]
+    assert "Exception ignored" not in capfd.readouterr().err
+    assert signal.getsignal(signal.SIGINT) is handler  # outside a conversion, Ctrl-C is as before
+
+
+def test_an_interrupted_video_encoder_is_ended_quietly(tmp_path, capfd):
+    # Issue 33: every interrupted video conversion printed "Svt[error]: deinit called without sending EOS!".
+    def frames_then_ctrl_c():
+        yield from smooth_frames(4, seed=0)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        video.encode_frames(tmp_path / "part.mp4", frames_then_ctrl_c(), 50, video.choose_encoder())
+    gc.collect()  # the encoder is freed with its stream
+    assert "EOS" not in capfd.readouterr().err and list(tmp_path.iterdir()) == []
+
+
 def test_refuses_a_non_empty_out_that_is_not_its_own_conversion(hdf5_set, converted, tmp_path):
     out = tmp_path / "busy"
     out.mkdir()
@@ -358,9 +402,21 @@ def test_refuses_a_non_empty_out_that_is_not_its_own_conversion(hdf5_set, conver
         convert(ConvertSettings(src=hdf5_set[0], out=out, to="lerobot"))
     with pytest.raises(ValueError, match="already holds a dataset"):
         convert(ConvertSettings(src=hdf5_set[0], out=converted["image"], to="lerobot", images="image"))
-    with pytest.raises(DatasetError, match="already a act_hdf5 dataset"):
+    with pytest.raises(DatasetError, match="already an ACT HDF5 dataset; to=act_hdf5 converts a LeRobot v3.0 folder"):
         convert(ConvertSettings(src=hdf5_set[0], out=tmp_path / "x", to="act_hdf5"))
     assert (out / "notes.txt").read_text() == "mine" and sorted(os.listdir(out)) == ["notes.txt"]
+    assert not (tmp_path / "x").exists()  # a wrong src is refused before out is created
+
+
+def test_to_act_hdf5_from_a_folder_that_is_no_dataset_names_meta_info_json(tmp_path):
+    # Issue 33: an empty folder, or one of other files, was "already a act_hdf5 dataset".
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "readme.txt").write_text("not a dataset")
+    for src in (tmp_path / "empty", tmp_path / "notes"):
+        with pytest.raises(DatasetError, match=rf"src={src} is not a LeRobot dataset \(it has no meta/info.json\); "
+                                               "to=act_hdf5 converts a LeRobot v3.0 folder"):
+            convert(ConvertSettings(src=src, out=tmp_path / "out", to="act_hdf5"))
 
 
 def damage(folder: Path, what: str) -> None:
@@ -395,6 +451,25 @@ def test_bad_v3_folders_give_one_clear_error(converted, tmp_path, what, message)
         EpisodeIndex(folder)
     assert "\n" not in str(caught.value)
     assert any(re.search(message, problem) for problem in validate(folder))  # inspect_dataset.py validate too
+
+
+def test_values_off_the_stored_statistics_are_refused_before_training(demos, tmp_path):
+    # Issue 33: a data parquet with flipped bytes stayed readable, with observation.state up to 760,537; validate
+    # flagged it, training trained on it. 5.0 rad is a possible waist angle, but not in these demos.
+    folder = convert(ConvertSettings(src=demos, out=tmp_path / "v3", to="lerobot", images="image")).out
+    path = folder / "data/chunk-000/file-000.parquet"
+    table = pq.read_table(path)
+    state = table.column(fmt.STATE).combine_chunks()
+    values = state.flatten().to_numpy().reshape(len(state), -1).copy()
+    first = pq.read_table(folder / "meta/episodes/chunk-000/file-000.parquet").column("length")[0].as_py()
+    values[first + 7, 0] = 5.0  # episode 1, step 7, left waist
+    flat = pa.array(values.ravel(), type=state.type.value_type)
+    column = pa.FixedSizeListArray.from_arrays(flat, type=state.type)
+    pq.write_table(table.set_column(table.schema.get_field_index(fmt.STATE), fmt.STATE, column), path)
+    dm = ACTDataModule(str(folder), cameras=["top"], chunk_size=10, num_workers=0)
+    with pytest.raises(DatasetError, match=rf"{path} \(episode 1\): qpos has 1 value\(s\) outside the min..max of "
+                                           r"meta/stats.json, widened by their span, e.g. 5 at step 7 for left waist"):
+        dm.setup("fit")
 
 
 def test_a_camera_the_dataset_lacks_names_the_ones_it_has(converted):

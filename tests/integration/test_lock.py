@@ -1,4 +1,4 @@
-"""One writer per folder: a second training run or recording into a folder in use is refused, naming
+"""One writer per folder: a second training run, recording or conversion into a folder in use is refused, naming
 the first; a lock left by a process that is gone is taken over, and says so."""
 
 from __future__ import annotations
@@ -72,6 +72,19 @@ def test_a_second_recording_into_a_folder_in_use_is_refused(tmp_path, holder):
     with pytest.raises(FolderInUseError, match=in_use(folder, first, "a recording") + "record into another out_dir$"):
         record(settings)
     assert pending.is_file() and not list(folder.glob("episode_*.hdf5"))
+
+
+def test_a_second_conversion_into_one_out_is_refused(demos, tmp_path, holder):
+    # Issue 33: two conversions into one out crashed with FileNotFoundError on each other's parts.
+    pytest.importorskip("pyarrow", reason="the [lerobot] extra: pip install -e .[lerobot]")
+    pytest.importorskip("av", reason="the [lerobot] extra: pip install -e .[lerobot]")
+    from act.data.convert import ConvertSettings, convert
+
+    out = tmp_path / "v3"
+    first = holder(out, "a conversion")
+    with pytest.raises(FolderInUseError, match=in_use(out, first, "a conversion") + "convert into another out$"):
+        convert(ConvertSettings(src=demos, out=out, to="lerobot", images="image"))
+    assert sorted(p.name for p in out.iterdir()) == [LOCK_NAME]  # nothing of the second conversion was written
 
 
 def test_a_lock_left_by_a_killed_writer_is_taken_over_and_said(tmp_path, holder, caplog):

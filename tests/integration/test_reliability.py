@@ -15,11 +15,14 @@ import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
+import h5py
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
 from act.training.callbacks import CheckpointSaveError, DivergenceError, SafeCheckpointIO
+from act.data.episodes import DatasetError
+from act.data.inspect import validate
 from act.data.record import RecordSettings, record
 from act.eval.harness import build_spec
 from act.training.module import read_checkpoint
@@ -95,6 +98,30 @@ def test_bad_data_settings_and_corrupt_episodes_are_config_errors(demos, tmp_pat
     with pytest.raises(ConfigError, match=r"episode_1.hdf5: not a readable HDF5 file.*; move that file out of .*"
                                           r"record_demos.py .* it renames a damaged file \*.corrupt"):
         train(make_cfg(broken, tmp_path / "run"))
+
+
+def test_a_folder_of_two_tasks_is_refused_before_training(demos, tmp_path):
+    # Issue 33: run_realtime appended an insertion episode to transfer-cube demos; training used them as one task.
+    mixed = tmp_path / "mixed"
+    shutil.copytree(demos, mixed)
+    with h5py.File(mixed / "episode_2.hdf5", "a") as root:
+        root.attrs["task"] = "insertion"
+    with pytest.raises(ConfigError, match=r"the episodes in .*mixed mix tasks 'transfer_cube' \(e.g. episode_0.hdf5\) "
+                                          r"and 'insertion' \(e.g. episode_2.hdf5\): train on a folder of one task's"):
+        train(make_cfg(mixed, tmp_path / "run", "trainer.max_steps=0"))
+
+
+def test_corrupt_joint_values_are_refused_before_training_naming_the_file(demos, tmp_path):
+    # Issue 33: a file left readable by a flipped byte, with absurd values, trained without a word.
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(demos, corrupt)
+    with h5py.File(corrupt / "episode_1.hdf5", "a") as root:
+        root["observations/qpos"][12, 5] = 760537.0
+    message = (rf"{corrupt}/episode_1.hdf5: qpos has 1 value\(s\) outside the ALOHA joint range widened by one turn, "
+               r"e.g. 760537 at step 12 for left wrist rotate \(allowed -9.42..9.42\)")
+    with pytest.raises(DatasetError, match=message + ": the file is corrupt; replace it .* or move it out of "):
+        train(make_cfg(corrupt, tmp_path / "run", "trainer.max_steps=0"))
+    assert any(re.match(message, problem) for problem in validate(corrupt))  # inspect_dataset.py validate too
 
 
 def test_image_size_mismatch_suggests_a_command_that_works(demos, tmp_path):

@@ -8,8 +8,10 @@ in fake time; the ALOHA limits are checked against the installed MJCF and the sc
 from __future__ import annotations
 
 import json
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ import torch
 from act.data.episodes import EpisodeIndex
 from act.data.inspect import summary, validate
 from act.model.checkpoint import CheckpointError, load_network
+from act.runtime.deployment import check_record_dir
 from act.runtime.policy import ACTPolicy
 from act.runtime.export import export
 from act.runtime.predictors import ArtifactError, load_predictor
@@ -26,7 +29,8 @@ from act.runtime.recording import EpisodeRecording
 from act.runtime.robot import check_action
 from act.runtime.safety import CLIPPED, OK, REFUSED, SafetyLimits
 from common.aloha import ARM_JOINT_RANGES, ARM_JOINTS, GRIPPER_MAX_DELTA, JOINT_LOWER, JOINT_UPPER, MAX_DELTA
-from helpers import FakeClock, TimedInference
+from common.errors import InputError
+from helpers import IMAGE, FakeClock, TimedInference
 
 START = np.array([0.0, -0.96, 1.16, 0.0, -0.3, 0.0, 0.5] * 2)  # both arms in ALOHA's start pose, grippers half open
 SIZE = (8, 8)  # camera frames of the fake arm
@@ -299,6 +303,18 @@ def test_a_recorded_episode_loads_for_training_with_the_commands_sent(tmp_path):
     assert np.all(low["qvel"] == 1.0) and index.attrs["stopped"] == result.stopped
     assert validate(tmp_path) == [] and summary(tmp_path)[1]["episodes"] == 1
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # written atomically: nothing else left
+
+
+def test_recording_into_a_folder_of_another_task_is_refused(demos, tmp_path):
+    # Issue 33: an insertion policy appended episode_3.hdf5 to transfer-cube demos, which then trained as one task.
+    folder = tmp_path / "demos"
+    shutil.copytree(demos, folder)
+    insertion = SimpleNamespace(task="insertion", camera_names=["top"], image_size=(IMAGE, IMAGE))
+    with pytest.raises(InputError, match=rf"record_dir={folder} holds episodes of task 'transfer_cube' \(e.g. "
+                                         r"episode_2.hdf5\); this policy does 'insertion': choose another record_dir"):
+        check_record_dir(folder, insertion)
+    assert check_record_dir(folder, SimpleNamespace(**{**vars(insertion), "task": "transfer_cube"})) == 3
+    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in demos.iterdir())
 
 
 # -- weights that are not finite never load -------------------------------------------------------

@@ -84,12 +84,17 @@ def test_checkpoint_alone_rebuilds_the_policy(tiny_checkpoint):
 
 @pytest.mark.parametrize("extra, error, message", [
     (["policy.model.chunk_size=500"], ConfigError, "chunk_size=500 is longer than the shortest episode"),
+    (["policy.model.chunk_size=0"], ConfigError, r"policy.model.chunk_size must be a positive number of actions "
+                                                 r"\(the paper: 100\), got 0"),
     (["task.cameras=[angle]"], DatasetError, r"\['angle'\] not in dataset"),
     (["task.image_size=[48,64]"], ConfigError, "episodes in .* are 32x32"),
     (["trainer.max_steps=0"], ConfigError, "max_steps"),
     (["policy.lr_schedule=cosine", "policy.lr_warmup_steps=5", "trainer.max_steps=5"], ConfigError,
      r"lr_schedule=cosine needs trainer.max_steps \(5\) > policy.lr_warmup_steps \(5\)"),
     (["policy.model.heads=3"], ConfigError, "hidden_dim \\(32\\) must be divisible by heads \\(3\\)"),
+    # Issue 33: transfer-cube episodes trained as insertion (max_steps=0: the old code fails fast, on it).
+    (["task=insertion", "trainer.max_steps=0"], ConfigError, r"the episodes in .* are of task 'transfer_cube' "
+     r"\(e.g. episode_0.hdf5\), not task.name='insertion': train with task=transfer_cube"),
 ])
 def test_bad_configs_fail_before_training(demos, tmp_path, extra, error, message):
     with pytest.raises(error, match=message):
@@ -123,6 +128,13 @@ def test_cosine_schedule_steps_every_group(demos, tmp_path):
 def test_missing_dataset_names_the_record_command(tmp_path):
     with pytest.raises(ConfigError, match="python scripts/record_demos.py task=transfer_cube"):
         train(make_cfg(tmp_path / "nothing", tmp_path / "run"))
+
+
+def test_an_empty_dataset_folder_names_the_fix(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DatasetError, match=r"holds no episode_\*.hdf5 files; record demonstrations into it with "
+                                           r"`python scripts/record_demos.py task=<task> out_dir=.*empty`"):
+        train(make_cfg(tmp_path / "empty", tmp_path / "run"))
 
 
 def test_bf16_mixed_precision_steps(demos, tmp_path):

@@ -1,11 +1,15 @@
-"""The torch-free helpers in common/: success-rate intervals, stage rates, videos and atomic writes."""
+"""The torch-free helpers in common/: success-rate intervals, stage rates, videos, atomic writes, Ctrl-C."""
 
 from __future__ import annotations
+
+import os
+import signal
 
 import imageio.v2 as imageio
 import numpy as np
 import pytest
 
+from common.interrupt import stop_point, stop_points
 from common.io import write_json
 from common.metrics import summarize, wilson_interval
 from common.video import write_mp4
@@ -40,3 +44,19 @@ def test_failed_write_leaves_nothing(tmp_path):
     with pytest.raises(TypeError):
         write_json(tmp_path / "m.json", {"x": object()})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_waits_for_the_next_stop_point_and_a_second_one_does_not():
+    reached = []
+    with pytest.raises(KeyboardInterrupt), stop_points():
+        os.kill(os.getpid(), signal.SIGINT)  # noted, not raised here
+        reached.append("after the signal")
+        stop_point()
+        reached.append("after the stop point")
+    assert reached == ["after the signal"]
+    with pytest.raises(KeyboardInterrupt), stop_points():
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)  # pressed again: raised at once
+        reached.append("never")
+    assert reached == ["after the signal"]
+    stop_point()  # nothing pending outside the block

@@ -19,8 +19,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from act.data.lerobot.format import (ACTION, EFFORT, FRAME_COLUMNS, STATE, TASKS_PATH, TIMESTAMP_TOLERANCE_S,
-                                     VELOCITY, LeRobotFormatError, LeRobotInfo, camera_key, read_info)
+from act.data.lerobot.format import (ACTION, EFFORT, FRAME_COLUMNS, STATE, STATS_PATH, TASKS_PATH,
+                                     TIMESTAMP_TOLERANCE_S, VELOCITY, LeRobotFormatError, LeRobotInfo, camera_key,
+                                     read_info)
 from act.data.lerobot.video import FrameDecoder, VideoError, check_video
 from act.data.schema import EpisodeInfo
 
@@ -172,6 +173,24 @@ class LeRobotSource:
 
     def read_low_dim(self, episode: int) -> dict[str, np.ndarray]:
         return dict(self._low_dim[episode])
+
+    def stored_ranges(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """(min, max) of qpos and action over every frame, as ``meta/stats.json`` stores them: the numbers
+        LeRobot normalises with. Only those it stores with the data's dimension; none if it is unreadable."""
+        try:
+            stats = json.loads((self.folder / STATS_PATH).read_text())
+        except (OSError, ValueError):
+            return {}
+        ranges = {}
+        for name, key in (("qpos", STATE), ("action", ACTION)):
+            try:
+                low, high = (np.asarray(stats[key][stat], dtype=np.float64) for stat in ("min", "max"))
+            except (KeyError, TypeError, ValueError):
+                continue
+            dim = self.info.state_dim if name == "qpos" else self.info.action_dim
+            if low.shape == high.shape == (dim,):
+                ranges[name] = (low, high)
+        return ranges
 
     def open_frames(self) -> LeRobotFrames:
         return LeRobotFrames(self)

@@ -19,6 +19,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from common.errors import InputError, RunError
+from common.interrupt import stop_point
 from common.io import atomic_path
 
 os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints a banner per encoder otherwise: errors only
@@ -72,14 +73,20 @@ def encode_frames(path: Path | str, frames: Iterable[np.ndarray], fps: int, enco
         with av.open(str(tmp), "w", format="mp4") as container:
             stream = container.add_stream(name, rate=fps, options=options)
             stream.pix_fmt = PIX_FMT
-            for frame in frames:
-                if count == 0:
-                    stream.height, stream.width = frame.shape[:2]
-                video_frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")
-                video_frame.pts = count  # in 1/fps: the encoder's time base
-                video_frame.time_base = Fraction(1, fps)
-                container.mux(stream.encode(video_frame))
-                count += 1
+            try:
+                for frame in frames:
+                    stop_point()  # Ctrl-C during a conversion: between two frames
+                    if count == 0:
+                        stream.height, stream.width = frame.shape[:2]
+                    video_frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")
+                    video_frame.pts = count  # in 1/fps: the encoder's time base
+                    video_frame.time_base = Fraction(1, fps)
+                    container.mux(stream.encode(video_frame))
+                    count += 1
+            except BaseException:
+                if count:  # end the stream, or SVT-AV1 prints "Svt[error]: deinit called without sending EOS!"
+                    stream.encode()  # flushed and dropped: the file is discarded
+                raise
             if count == 0:
                 raise InputError(f"no frames to encode into {path}")
             container.mux(stream.encode())

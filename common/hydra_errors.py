@@ -1,0 +1,127 @@
+"""Hydra's complaints about a command line, as the one ``error:`` line every entry point prints.
+
+Hydra reports a mistyped override (``trainer.max_stepz=4``), an option a group lacks
+(``experiment=smok``) or an override that does not parse in several lines of its own, ending in
+"Set the environment variable HYDRA_FULL_ERROR=1", with exit status 1. ``describe`` turns each into
+one line naming the key and the nearest valid name. ``unread_additions`` refuses a ``+key=...``
+that adds a top-level key the entry point's config does not have, which nothing would read
+(``run_realtime.py +task=insertion`` ran transfer cube: the policy's task comes from its checkpoint).
+Both compose the entry point's own config to know the valid names. See ``common.cli.hydra_main``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+from typing import Iterable
+
+from omegaconf import DictConfig, OmegaConf
+
+GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
+
+
+def nearest(name: str, valid: Iterable[str]) -> str | None:
+    """The valid name closest to a mistyped ``name`` (difflib's ratio of at least 0.6), or None."""
+    matches = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def compose_config(config_dir: Path, config_name: str, overrides: list[str]) -> DictConfig | None:
+    """``config_name`` composed with ``overrides`` (Hydra's own section included); None if that fails too."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()  # the failed run's
+    try:
+        with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+            return compose(config_name, overrides=overrides, return_hydra_config=True)
+    except Exception:  # noqa: BLE001 - the names are a courtesy: without them the line still says what failed
+        return None
+
+
+def _keys(cfg: DictConfig | None, path: str) -> list[str]:
+    """The keys of the node at ``path`` ('' for the top) of ``cfg``; none where there is no such node."""
+    if cfg is None:
+        return []
+    node = OmegaConf.select(cfg, path, default=None) if path else cfg
+    return [str(k) for k in node.keys()] if isinstance(node, DictConfig) else []
+
+
+def unknown_key(key: str, cfg: DictConfig | None, entry: str) -> str:
+    """``trainer.max_stepz is not a setting of train; did you mean trainer.max_steps?``, or the valid keys."""
+    parent, _, name = key.rpartition(".")
+    valid = _keys(cfg, parent)
+    where = f"{parent}." if parent else ""
+    match = nearest(name, valid)
+    if match:
+        return f"{key} is not a setting of {entry}; did you mean {where}{match}?"
+    shown = ", ".join(sorted(k for k in valid if k != "hydra"))
+    return f"{key} is not a setting of {entry}" + (f"; {parent or entry} has: {shown}" if shown else "")
+
+
+def unknown_option(missing: str, options: list[str]) -> str:
+    """``experiment=smok is not a config in configs/experiment/; did you mean experiment=smoke? (valid: ...)``."""
+    group, _, option = missing.rpartition("/")
+    match = nearest(option, options)
+    hint = f"; did you mean {group}={match}?" if match else ";"
+    return f"{group}={option} is not a config in configs/{group}/{hint} (valid: {', '.join(options)})"
+
+
+def one_line(text: str) -> str:
+    """Hydra's message joined into one line, without the config search path it lists."""
+    text = text.split("Config search path:")[0]
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def describe(err: Exception, config_dir: Path, config_name: str, overrides: list[str]) -> str | None:
+    """One line for an error Hydra raised while composing ``config_name`` from ``overrides``; None for
+    anything else (it is not about the command line)."""
+    from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
+    from omegaconf.errors import OmegaConfBaseException
+
+    if isinstance(err, OverrideParseException):
+        return f"cannot read the override {err.override!r}: {one_line(err.message).split(' See ')[0]}; see {GRAMMAR}"
+    if isinstance(err, MissingConfigException) and err.missing_cfg_file and "/" in err.missing_cfg_file \
+            and err.options is not None:
+        return unknown_option(err.missing_cfg_file, list(err.options))
+    missing = getattr(err.__cause__, "full_key", None) or _overridden(str(err))
+    if isinstance(err, ConfigCompositionException) and missing:
+        others = [o for o in overrides if not o.lstrip("+~").split("=")[0].startswith(missing)]  # all but its own
+        cfg = compose_config(config_dir, config_name, others) or compose_config(config_dir, config_name, [])
+        return unknown_key(str(missing), cfg, config_name)
+    if isinstance(err, (ConfigCompositionException, OmegaConfBaseException)):
+        return one_line(str(err))
+    return None
+
+
+def _overridden(message: str) -> str | None:
+    """The key of Hydra's "Could not override 'task'. No match in the defaults list.", or None."""
+    match = re.match(r"Could not override '([^']+)'", message)
+    return match.group(1) if match else None
+
+
+def unread_additions(cfg: DictConfig) -> str | None:
+    """For a Hydra job: why a ``+``/``++`` override that adds a top-level key no config of this entry point
+    has cannot work (nothing reads it), or None. Composes the config without the additions to tell."""
+    from hydra import compose
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    job = HydraConfig.get().job
+    parsed = OverridesParser.create().parse_overrides(list(HydraConfig.get().overrides.task))
+    additions = [o for o in parsed if (o.is_add() or o.is_force_add()) and not o.key_or_group.startswith("hydra")]
+    if not additions:
+        return None
+    try:
+        base = compose(job.config_name, overrides=[o.input_line for o in parsed if o not in additions])
+    except Exception:  # noqa: BLE001 - cannot tell without it; Hydra composed the whole line, so let it run
+        return None
+    new = [str(key) for key in cfg if key not in base]
+    if not new:
+        return None
+    culprit = next((o for o in additions if o.key_or_group.split(".")[0] in new), additions[0])
+    added = new[0] if len(new) == 1 else "keys " + ", ".join(new)
+    match = nearest(new[0], [str(k) for k in base])
+    fix = f"did you mean {match}?" if match else f"its settings: {', '.join(sorted(str(k) for k in base))}"
+    return f"{culprit.input_line} adds {added}, which {job.name} does not read; {fix}"
