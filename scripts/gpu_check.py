@@ -10,14 +10,13 @@ gpu_check.json and gpu_check.md (act/bench/gpu_check.py). Without CUDA: one line
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
 from act.bench.gpu_check import gpu_check
-from common.cli import run_main
+from common.cli import hydra_main, run_main
 
 
-@hydra.main(config_path="../configs", config_name="bench/gpu_check", version_base="1.3")
+@hydra_main("bench/gpu_check")
 def main(cfg: DictConfig) -> dict:
     return run_main(gpu_check, cfg)
 
