@@ -80,7 +80,7 @@ def composition_error(config_name: str, *overrides: str) -> str | None:
     ("eval", ["task=insertion2"], "task=insertion2 is not a config in configs/task/; did you mean task=insertion? "
                                   "(valid: insertion, transfer_cube)"),
     ("run_realtime", ["task=insertion"], "task is not a setting of run_realtime; run_realtime has: aloha, ckpt_path, "
-                                         "episode_len, execution, num_episodes, out_dir, record_dir, render_quality, "
+                                         "device, episode_len, execution, num_episodes, out_dir, record_dir, render_quality, "
                                          "robot, safety, seed, threads"),
     ("train", ["task.cameras=[top"], "cannot read the override 'task.cameras=[top': no viable alternative at input "
                                      "'[top'; see https://hydra.cc/docs/advanced/override_grammar/basic/"),
@@ -97,7 +97,7 @@ def test_override_mistakes_exit_2_with_one_line_and_hydra_full_error_keeps_the_t
     # A + addition that nothing reads: run_realtime has no task (the policy's comes from its checkpoint).
     proc = run_script("run_realtime", "+task=insertion", "ckpt_path=none.onnx", check=False)
     assert proc.returncode == 2 and proc.stderr.splitlines()[-1] == (
-        "error: +task=insertion adds task, which run_realtime does not read; its settings: aloha, ckpt_path, "
+        "error: +task=insertion adds task, which run_realtime does not read; its settings: aloha, ckpt_path, device, "
         "episode_len, execution, num_episodes, out_dir, record_dir, render_quality, robot, safety, seed, threads")
     full = subprocess.run([sys.executable, str(ROOT / "scripts" / "train.py"), "trainer.max_stepz=4"],
                           capture_output=True, text=True, timeout=300, env={**os.environ, "HYDRA_FULL_ERROR": "1"})
