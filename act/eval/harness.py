@@ -4,6 +4,7 @@ saved (metrics.json, wandb) and summarised in one line (used by scripts/eval.py 
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import math
 import time
@@ -165,6 +166,16 @@ def evaluate_and_save(cfg: DictConfig, spec: EvalSpec, described: dict) -> tuple
     if cfg.logger.wandb:
         log_to_wandb(metrics, OmegaConf.to_container(cfg, resolve=True), out_dir, cfg.logger.project)
     return metrics, path
+
+
+def previous_metrics(path: Path, spec: EvalSpec, described: dict) -> dict | None:
+    """The metrics at ``path`` if they were measured for this description (policy, checkpoint step,
+    execution, ...) on these episodes, else None: an evaluation a rerun need not repeat."""
+    previous = json.loads(path.read_text()) if path.is_file() else {}
+    if previous and all(previous.get(k) == v for k, v in described.items()) \
+            and previous.get("num_episodes") == len(spec.seeds):
+        return previous
+    return None
 
 
 def evaluate(cfg: DictConfig) -> dict:

@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from act.pipeline.budget import estimate_evaluation, estimate_training, minutes, steps_within, time_training_step
 from act.data.record import RecordSettings, describe, record_with_bar
-from act.eval.harness import build_spec, evaluate_and_save, summary_line
+from act.eval.harness import build_spec, evaluate_and_save, previous_metrics, summary_line
 from act.pipeline.plot import plot_run
 from act.runtime.execution import ExecutionConfig
 from act.runtime.precision import device_type_of, resolve_precision
@@ -235,10 +235,9 @@ def run(cfg: DictConfig) -> dict:
     spec, described = build_spec(eval_cfg)
     described.update(ckpt_step=ckpt_step)
     metrics_path = eval_dir / "metrics.json"
-    previous = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
+    previous = previous_metrics(metrics_path, spec, described)
     start = time.perf_counter()
-    if previous and all(previous.get(k) == v for k, v in described.items()) \
-            and previous.get("num_episodes") == len(spec.seeds):
+    if previous:
         print(f"[3/4] evaluation: already done for this checkpoint ({metrics_path}); not repeated")
         metrics = previous
     else:

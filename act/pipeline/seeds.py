@@ -54,6 +54,19 @@ def spread(summaries: dict[int, dict]) -> dict:
                          for k, v in sorted(summaries.items())}}
 
 
+def run_demo(seed: int, run_dir: Path, demo_args: list[str], name: str) -> dict:
+    """``scripts/demo.py seed=<seed> demo.dir=<run_dir> <demo_args>`` in its own process (it resumes what
+    ``run_dir`` holds); returns its ``summary.json``. A failed run raises ``RunError`` with the demo's
+    exit code, naming the run as ``name``."""
+    cmd = [sys.executable, str(ROOT / "scripts" / "demo.py"), f"seed={seed}", f"demo.dir={run_dir}", *demo_args]
+    proc = subprocess.run(cmd, env=os.environ.copy())
+    if proc.returncode != 0:
+        failed = RunError(f"{name} failed (exit {proc.returncode}); rerun this command to resume it")
+        failed.exit_code = proc.returncode
+        raise failed
+    return json.loads((Path(run_dir) / "summary.json").read_text())
+
+
 def run_seeds(argv: list[str]) -> dict:
     """``scripts/seeds.py``: each seed's demo run in turn (each resumes), then the table and ``<dir>/seeds.json``;
     returns the spread. A failed seed raises ``RunError`` with the demo's exit code."""
@@ -62,13 +75,7 @@ def run_seeds(argv: list[str]) -> dict:
     for i, seed in enumerate(seeds):
         run_dir = folder / f"seed{seed}"
         print(f"=== seed {seed} ({i + 1}/{len(seeds)}) -> {run_dir}", flush=True)
-        cmd = [sys.executable, str(ROOT / "scripts" / "demo.py"), f"seed={seed}", f"demo.dir={run_dir}", *demo_args]
-        proc = subprocess.run(cmd, env=os.environ.copy())
-        if proc.returncode != 0:
-            failed = RunError(f"seed {seed} failed (exit {proc.returncode}); rerun this command to resume it")
-            failed.exit_code = proc.returncode
-            raise failed
-        summaries[seed] = json.loads((run_dir / "summary.json").read_text())
+        summaries[seed] = run_demo(seed, run_dir, demo_args, f"seed {seed}")
     result = spread(summaries)
     write_json(folder / "seeds.json", result)
     print("\n" + "=" * 100)
