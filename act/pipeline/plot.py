@@ -116,6 +116,36 @@ def plot_curves(curve_files, out_png: str | Path, title: str | None = None,
     return _save(fig, out_png)
 
 
+def plot_ablation(table: dict, out_png: str | Path) -> Path:
+    """Success against the ablated setting, in the form of the ACT paper's Fig. 8: one line per dataset
+    (or set of checkpoints), each variant's pooled success with its 95% interval as error bars and each
+    run's success as a dot, from ``act.pipeline.ablate``'s table."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    variants = table["variants"]
+    x = np.arange(len(variants), dtype=float)
+    fig, ax = plt.subplots(figsize=(max(5.5, 1.1 * len(variants) + 2.5), 4.2))
+    for i, (line, cells) in enumerate(table["lines"].items()):
+        shifted = x + 0.08 * (i - (len(table["lines"]) - 1) / 2)  # lines side by side: their bars apart
+        rates = np.array([cells[v]["success_rate"] for v in variants])
+        low, high = (np.array([cells[v]["success_rate_ci95"][j] for v in variants]) for j in (0, 1))
+        drawn = ax.errorbar(shifted, rates, yerr=[rates - low, high - rates], marker="o", capsize=4, label=line)
+        for at, v in zip(shifted, variants):
+            runs = list(cells[v]["runs"].values())
+            ax.plot([at] * len(runs), runs, ".", color=drawn[0].get_color(), alpha=0.35)
+    ax.set_xticks(x, variants)
+    ax.set_xlabel(table["setting"])
+    ax.set_ylabel("success, held-out episodes (95% CI)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    ax.set_title(table["title"], fontsize=10)
+    return _save(fig, out_png)
+
+
 def _save(fig, out_png: str | Path) -> Path:
     """Lay out ``fig``, write it atomically as a PNG and free it."""
     import matplotlib.pyplot as plt
