@@ -24,14 +24,13 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from act.eval.harness import build_spec, evaluate_and_save, previous_metrics, summary_line
-from act.pipeline.demo import explicit_overrides
+from act.pipeline.ablation_table import markdown, tabulate
 from act.pipeline.plot import plot_ablation
 from act.pipeline.seeds import ROOT, run_demo
 from act.training.resume import checkpoint_step
 from common.errors import InputError, MissingFileError
 from common.hydra_errors import describe
 from common.io import atomic_path, write_json
-from common.metrics import wilson_interval
 
 FOLDER_NAME = re.compile(r"[A-Za-z0-9_.+-]+")  # dataset, line and variant names become folders
 # Set by the ablation for each run: an override of them in a list would be silently replaced.
@@ -201,18 +200,25 @@ def compose(config_name: str, run: Run) -> DictConfig:
         raise InputError(f"{run.line}/{run.variant}: {line}") from None
 
 
+def check_eval_keys(s: AblationSettings, eval_cfg: DictConfig) -> None:
+    """Every key of ``ablation.eval`` is an eval.py setting."""
+    unknown = sorted(set(s.eval) - set(eval_cfg))
+    if unknown:
+        raise InputError(f"ablation.eval.{unknown[0]} is not an eval.py setting (configs/eval.yaml); remove it")
+
+
 def eval_config(s: AblationSettings, run: Run) -> DictConfig:
     """eval.py's config of an evaluation-only run: the run's overrides, then ``ablation.eval``."""
     cfg = compose("eval", run)
-    unknown = sorted(set(s.eval) - set(cfg))
-    if unknown:
-        raise InputError(f"ablation.eval.{unknown[0]} is not an eval.py setting (configs/eval.yaml); remove it")
+    check_eval_keys(s, cfg)
     return OmegaConf.merge(cfg, s.eval, {"ckpt_path": str(run.checkpoint), "out_dir": str(run.folder),
                                          "logger": {"wandb": False}})
 
 
 def check_runs(s: AblationSettings, runs: list[Run]) -> None:
     """Before anything runs: every run's overrides compose, and no folder holds a run made with others."""
+    if not s.evaluation_only:
+        check_eval_keys(s, hydra.compose(config_name="eval"))  # demo.py would refuse them only when its run starts
     composed = set()
     for run in runs:
         if run.overrides not in composed and s.evaluation_only:
@@ -250,53 +256,6 @@ def evaluate_run(s: AblationSettings, run: Run) -> dict:
         metrics, _ = evaluate_and_save(cfg, spec, described)
     print(f"      {summary_line(metrics)}", flush=True)
     return metrics
-
-
-def aggregate(results: dict[str, dict]) -> dict:
-    """A variant's runs ({sample: metrics with successes, num_episodes, success_rate}) pooled: the success
-    over all their episodes with its 95% Wilson interval, and each run's rate and their range. The
-    interval is that of the episodes alone; the range shows how much the training seed moves it."""
-    successes = sum(int(m["successes"]) for m in results.values())
-    episodes = sum(int(m["num_episodes"]) for m in results.values())
-    rates = {sample: float(m["success_rate"]) for sample, m in results.items()}
-    return {"success_rate": successes / episodes, "success_rate_ci95": list(wilson_interval(successes, episodes)),
-            "successes": successes, "num_episodes": episodes, "min": min(rates.values()),
-            "max": max(rates.values()), "runs": rates}
-
-
-def tabulate(s: AblationSettings, runs: list[Run], results: dict[Run, dict]) -> dict:
-    """What ``ablation.json`` holds: each line's and variant's pooled success, its runs and the settings."""
-    by_cell: dict[tuple[str, str], dict[str, dict]] = {}
-    for run in runs:
-        by_cell.setdefault((run.line, run.variant), {})[run.sample] = results[run]
-    return {"ablation": s.name, "title": s.title, "setting": s.setting, "variants": list(s.variants),
-            "command": " ".join(["python scripts/ablate.py", *explicit_overrides()]),
-            "evaluation_only": s.evaluation_only, "seeds": list(s.seeds), "max_steps": s.max_steps, "eval": s.eval,
-            "lines": {line: {variant: {**aggregate(by_cell[line, variant]), "folder": str(s.dir / line / variant)}
-                             for variant in s.variants} for line in s.lines},
-            "checkpoints": {line: {r.sample: str(r.checkpoint) for r in runs if r.line == line} for line in s.lines}
-            if s.evaluation_only else None}
-
-
-def markdown(table: dict) -> str:
-    """The table of ``ablation.md``: a row per line and variant, pooled success with its interval, each run."""
-    samples = list(dict.fromkeys(k for cells in table["lines"].values() for c in cells.values() for k in c["runs"]))
-    first = "checkpoints" if table["evaluation_only"] else "dataset"
-    budget = "" if table["evaluation_only"] else f"; {table['max_steps']} training steps a run"
-    evaluation = ", ".join(f"{k}={v}" for k, v in table["eval"].items())
-    rows = [f"## {table['title']}", "", f"`{table['command']}`{budget}; evaluation: {evaluation}. Success pooled "
-            "over each variant's runs, with its 95% Wilson interval; then each run's, and their range.",
-            "", f"| {first} | {table['setting']} | success (95% CI) | {' | '.join(samples)} | range |",
-            "|" + "---|" * (len(samples) + 4)]
-    for line, cells in table["lines"].items():
-        for variant, c in cells.items():
-            low, high = c["success_rate_ci95"]
-            runs = " | ".join(f"{c['runs'][k]:.2f}" if k in c["runs"] else "-" for k in samples)
-            rows.append(f"| {line} | {variant} | {c['successes']}/{c['num_episodes']} = {c['success_rate']:.2f} "
-                        f"({low:.2f}-{high:.2f}) | {runs} | {c['min']:.2f}-{c['max']:.2f} |")
-    for line, paths in (table["checkpoints"] or {}).items():
-        rows += ["", f"{line}: " + ", ".join(f"{k} = `{p}`" for k, p in paths.items())]
-    return "\n".join(rows) + "\n"
 
 
 def run_ablation(cfg: DictConfig) -> dict:

@@ -133,12 +133,13 @@ def plot_ablation(table: dict, out_png: str | Path) -> Path:
         rates = np.array([cells[v]["success_rate"] for v in variants])
         low, high = (np.array([cells[v]["success_rate_ci95"][j] for v in variants]) for j in (0, 1))
         drawn = ax.errorbar(shifted, rates, yerr=[rates - low, high - rates], marker="o", capsize=4, label=line)
-        for at, v in zip(shifted, variants):
+        for at, v in zip(shifted, variants):  # each run a dot beside its line's bar
             runs = list(cells[v]["runs"].values())
-            ax.plot([at] * len(runs), runs, ".", color=drawn[0].get_color(), alpha=0.35)
+            ax.plot([at + 0.04] * len(runs), runs, ".", color=drawn[0].get_color(), alpha=0.4)
     ax.set_xticks(x, variants)
+    ax.set_xlim(-0.5, len(variants) - 0.5)
     ax.set_xlabel(table["setting"])
-    ax.set_ylabel("success, held-out episodes (95% CI)")
+    ax.set_ylabel("success, held-out (pooled, 95% CI; dots: runs)")
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)

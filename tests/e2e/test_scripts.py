@@ -205,6 +205,16 @@ def test_seeds_script_stops_at_a_failing_seed_and_says_how_to_resume(tmp_path):
     assert proc.stderr.strip().splitlines()[-1] == "error: seed 0 failed (exit 2); rerun this command to resume it"
 
 
+def test_ablate_script_refuses_a_mistyped_variant_before_any_run(run_script, tmp_path):
+    # Its real work is hours of runs (tests/integration/test_ablate.py runs them at tiny scale); the cheapest
+    # path a user meets: every run's overrides are composed first, and the second variant's key is mistyped.
+    proc = run_script("ablate", "ablation=chunk_size", f"dir={tmp_path / 'ablation'}",
+                      'ablation.variants.10=["policy.model.chunk_sise=10"]', check=False)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
+        "error: scripted/10: policy.model.chunk_sise is not a setting of demo; did you mean policy.model.chunk_size?")
+    assert not (tmp_path / "ablation" / "scripted").exists()  # nothing ran
+
+
 def test_learning_curve_script_names_the_missing_dataset(run_script, tmp_path):
     # Its real work is minutes of training; the cheapest path a user meets: no demonstrations yet.
     proc = run_script("learning_curve", "curve.name=tiny", f"curve.dir={tmp_path / 'curves'}", "curve.max_steps=2",

@@ -10,6 +10,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
 import act.pipeline.ablate as ablate
+import act.pipeline.ablation_table as ablation_table
 import act.pipeline.demo as demo_pipeline
 from common.errors import InputError, MissingFileError
 from helpers import CONFIGS, tiny_overrides
@@ -32,12 +33,12 @@ def test_a_variant_s_runs_pool_into_one_rate_with_a_wilson_interval():
     runs = {"seed0": {"successes": 10, "num_episodes": 50, "success_rate": 0.2},
             "seed1": {"successes": 30, "num_episodes": 50, "success_rate": 0.6},
             "seed2": {"successes": 20, "num_episodes": 50, "success_rate": 0.4}}
-    pooled = ablate.aggregate(runs)
+    pooled = ablation_table.aggregate(runs)
     assert (pooled["successes"], pooled["num_episodes"]) == (60, 150) and pooled["success_rate"] == pytest.approx(0.4)
     # Wilson's 95% interval of 60/150: (p + z^2/2n -/+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n), z = 1.96
     assert pooled["success_rate_ci95"] == pytest.approx([0.3250, 0.4800], abs=1e-4)
     assert (pooled["min"], pooled["max"]) == (0.2, 0.6) and pooled["runs"] == {"seed0": 0.2, "seed1": 0.6, "seed2": 0.4}
-    none = ablate.aggregate({"seed0": {"successes": 0, "num_episodes": 50, "success_rate": 0.0}})
+    none = ablation_table.aggregate({"seed0": {"successes": 0, "num_episodes": 50, "success_rate": 0.0}})
     assert none["success_rate_ci95"][0] == 0.0 and none["success_rate_ci95"][1] == pytest.approx(0.0713, abs=1e-4)
 
 
@@ -57,6 +58,7 @@ def test_the_shipped_ablations_run_the_paper_s_settings_at_the_quickstart_s_scal
     assert k1.execution.n_action_steps is None and k1.task.image_size == [120, 160] and k1.trainer.max_steps == 3000
     assert (k1.demo.eval.num_episodes, k1.demo.eval.seed, k1.demo.eval.num_videos) == (50, 100000, 0)
     assert k1.data.dataset_dir == "datasets/quickstart_transfer_cube"  # recorded once, shared by every run
+    assert list(k1.demo.expected) == []  # the quickstart's learning curve is no expectation for k = 1
     assert list(cvae.lines) == ["scripted", "human_like"] and list(cvae.variants) == ["with", "without"]
     assert "demo.expert=human_like" in cvae.lines["human_like"] and len(ablate.plan_runs(cvae)) == 12
     assert ensembling.evaluation_only and list(ensembling.variants) == ["off", "0", "0.01", "0.1"]
@@ -68,6 +70,7 @@ def test_the_shipped_ablations_run_the_paper_s_settings_at_the_quickstart_s_scal
 @pytest.mark.parametrize("overrides, replaced, message", [
     (["ablation.seeds=[]"], {}, "ablation.seeds must be distinct integers, at least one"),
     (["ablation.max_steps=0"], {}, "ablation.max_steps must be a positive number of training steps, got 0"),
+    (["+ablation.eval.episodes=2"], {}, "ablation.eval.episodes is not an eval.py setting (configs/eval.yaml)"),
     (["overrides=['seed=3']"], {}, "overrides: seed is set for each run by the ablation; use ablation.seeds"),
     ([], {"variants": {"k/1": ["policy.model.chunk_size=1"]}}, "ablation.variants.k/1: a name of letters, digits"),
     ([], {"variants": {}}, "ablation.variants must name at least one entry"),
@@ -118,6 +121,7 @@ def test_a_training_ablation_runs_every_variant_then_resumes_without_retraining(
         cell = table["lines"]["scripted"]["4"]
         assert list(table["lines"]["scripted"]) == ["1", "4"] and cell["num_episodes"] == 1
         assert cell["runs"] == {"seed0": metrics["success_rate"]} and table["max_steps"] == 4
+        assert table["title"] == "Action chunking: success against chunk size (transfer_cube)"  # the runs' task
         assert json.loads((out / "ablation.json").read_text()) == table
         assert "| scripted | 4 | " in (out / "ablation.md").read_text()
         assert (out / "ablation.png").read_bytes()[:8] == PNG
