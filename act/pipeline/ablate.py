@@ -159,6 +159,8 @@ def hydra_value(value) -> str:
 def checkpoints_of(line: str, sources: tuple[str, ...]) -> list[Path]:
     """The ``.ckpt`` files ``ablation.checkpoints.<line>`` names: files as given, folders searched for
     ``*/checkpoints/last.ckpt`` (the runs of an ablation or of ``scripts/seeds.py``), in order."""
+    if not sources:
+        raise InputError(f"ablation.checkpoints.{line} names no checkpoints; give .ckpt files or run folders")
     found: list[Path] = []
     for source in map(Path, sources):
         if not source.exists():

@@ -65,6 +65,8 @@ def test_the_shipped_ablations_run_the_paper_s_settings_at_the_quickstart_s_scal
     with pytest.raises(MissingFileError, match="ablation.checkpoints.k100: outputs/ablations/chunk_size/scripted/100 "
                                                "does not exist; train it first"):
         ablate.plan_runs(ensembling)  # nothing trained in this folder
+    with pytest.raises(InputError, match=f"ablation.checkpoints.k100: {tmp_path} is neither a .ckpt file nor a folder"):
+        ablate.checkpoints_of("k100", (str(tmp_path),))  # a folder without runs
 
 
 @pytest.mark.parametrize("overrides, replaced, message", [
