@@ -36,6 +36,7 @@ from envs import make_env
 from envs.constants import EPISODE_LEN
 
 DEMO_KEYS = ("dir", "num_demos", "demo_seed", "record_workers", "checkpoint", "eval")
+FIT_FROM_STEP, FIT_AT_STEP = 100, 400  # the real steps timed to correct the plan (at most; fewer in short runs)
 END_MARGIN_S = 60.0  # left in the budget for the plot, the summary and the timing's own error
 PROCESS_START = time.time()  # the budget's clock when `make demo` did not start it (DEMO_START)
 
@@ -134,9 +135,24 @@ def choose_steps(cfg: DictConfig, demo: DictConfig, step_s: float, eval_s: float
     clamped = min(max(steps, floor), ceiling)
     if clamped != steps:
         why += f"; {steps} steps clamped to demo.steps_{'floor' if clamped == floor else 'ceiling'}={clamped}"
-    plan = {"max_steps": clamped, "why": why, "step_s": step_s, "train_s": train_s}
+    plan = {"max_steps": clamped, "why": why, "step_s": step_s, "train_s": train_s,
+            "deadline": time.time() + train_s, "floor": floor, "ceiling": ceiling}
     write_json(plan_path, plan)
     return plan
+
+
+def fit_to_budget(plan: dict, done: int, plan_path: Path) -> dict | None:
+    """The FitToBudget callback's config for a run whose steps were just chosen to fit a budget
+    (act/training/fit_budget.py: the real steps' time corrects the plan early in training); None for
+    given steps, a plan kept from an earlier start, or a run resumed past the steps it times."""
+    if "deadline" not in plan or "kept from" in plan["why"] or done >= FIT_FROM_STEP:
+        return None
+    at_step = min(FIT_AT_STEP, FIT_FROM_STEP + max(plan["max_steps"] // 20, 50))
+    if at_step >= plan["max_steps"]:
+        return None
+    return {"_target_": "act.training.fit_budget.FitToBudget", "deadline": plan["deadline"],
+            "from_step": FIT_FROM_STEP, "at_step": at_step, "floor": plan["floor"], "ceiling": plan["ceiling"],
+            "plan_path": str(plan_path)}
 
 
 def plan_stages(cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig, done: int, plan_path: Path) -> dict:
@@ -207,6 +223,9 @@ def run(cfg: DictConfig) -> dict:
     max_steps = int(plan["max_steps"])
     with open_dict(cfg):
         cfg.trainer.max_steps = max_steps  # the schedule follows it; the checkpoint's train_config records it
+        refit = fit_to_budget(plan, done, root / "plan.json")
+        if refit:
+            cfg.callbacks.fit_to_budget = refit
     start = time.perf_counter()
     train_metrics: dict = {}
     if done >= max_steps:

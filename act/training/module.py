@@ -245,6 +245,14 @@ class ACTLitModule(L.LightningModule):
         rest = [p for n, p in self.net.model.named_parameters() if not n.startswith("backbone.") and p.requires_grad]
         return self.optimizer_factory([{"params": rest}, {"params": backbone, "lr": self.lr_backbone}])
 
+    def reschedule(self, total_steps: int) -> None:
+        """Point the learning-rate schedule at ``total_steps`` from the next step on (a run whose
+        budget was re-planned early in training: act/training/fit_budget.py)."""
+        self.check_schedule(total_steps)
+        factor = lr_factor_fn(self.lr_schedule, self.lr_warmup_steps, total_steps, self.lr_min_ratio)
+        for config in self.trainer.lr_scheduler_configs:
+            config.scheduler.lr_lambdas = [factor] * len(config.scheduler.lr_lambdas)
+
     def configure_optimizers(self):
         optimizer = self.build_optimizer()
         if self.lr_schedule == "constant" and self.lr_warmup_steps == 0:
