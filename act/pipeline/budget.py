@@ -34,11 +34,24 @@ def time_training_step(module, batch_size: int, precision: str, repeats: int = 4
                        device: str | torch.device = "cpu") -> float:
     """Seconds of one optimiser step of ``module`` at ``batch_size`` on ``device`` (where the trainer
     will train: the module is moved there): the median of ``repeats``, after two untimed steps."""
-    module.to(device)
-    batch = random_batch(batch_size, len(module.net.camera_names), module.net.image_size, module.config.chunk_size,
-                         module.config.state_dim, module.config.action_dim, device=device)
-    step = training_step_fn(module, batch, precision)
-    return float(np.median(time_calls(step, repeats, warmup=2)))
+    return time_training_steps({"module": module}, batch_size, precision, repeats, device)["module"]
+
+
+def time_training_steps(modules: dict, batch_size: int, precision: str, repeats: int = 4,
+                        device: str | torch.device = "cpu") -> dict:
+    """``time_training_step`` of each of ``modules`` ({name: module}, shaped alike), one step of each per
+    round (A B A B ...) so that a noisy host slows them alike: {name: median seconds}."""
+    first = next(iter(modules.values()))
+    batch = random_batch(batch_size, len(first.net.camera_names), first.net.image_size, first.config.chunk_size,
+                         first.config.state_dim, first.config.action_dim, device=device)
+    steps = {name: training_step_fn(module.to(device), batch, precision) for name, module in modules.items()}
+    for step in list(steps.values()) * 2:
+        step()  # untimed: allocator and kernel caches settle
+    times = {name: [] for name in steps}
+    for _ in range(repeats):
+        for name, step in steps.items():
+            times[name].append(float(time_calls(step, 1, warmup=0)[0]))
+    return {name: float(np.median(t)) for name, t in times.items()}
 
 
 def steps_within(seconds: float, step_s: float) -> int:

@@ -21,7 +21,8 @@ import hydra
 import numpy as np
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from act.pipeline.budget import estimate_evaluation, estimate_training, minutes, steps_within, time_training_step
+from act.pipeline.budget import (estimate_evaluation, estimate_training, minutes, steps_within, time_training_step,
+                                 time_training_steps)
 from act.data.record import RecordSettings, describe, record_with_bar
 from act.eval.harness import build_spec, evaluate_and_save, previous_metrics, summary_line
 from act.pipeline.plot import plot_run
@@ -36,6 +37,7 @@ from envs import make_env
 from envs.constants import EPISODE_LEN
 
 DEMO_KEYS = ("dir", "num_demos", "demo_seed", "record_workers", "checkpoint", "eval")
+FIT_FROM_STEP, FIT_AT_STEP = 100, 400  # the real steps timed to correct the plan (at most; fewer in short runs)
 END_MARGIN_S = 60.0  # left in the budget for the plot, the summary and the timing's own error
 PROCESS_START = time.time()  # the budget's clock when `make demo` did not start it (DEMO_START)
 
@@ -134,9 +136,43 @@ def choose_steps(cfg: DictConfig, demo: DictConfig, step_s: float, eval_s: float
     clamped = min(max(steps, floor), ceiling)
     if clamped != steps:
         why += f"; {steps} steps clamped to demo.steps_{'floor' if clamped == floor else 'ceiling'}={clamped}"
-    plan = {"max_steps": clamped, "why": why, "step_s": step_s, "train_s": train_s}
+    plan = {"max_steps": clamped, "why": why, "step_s": step_s, "train_s": train_s,
+            "deadline": time.time() + train_s, "floor": floor, "ceiling": ceiling}
     write_json(plan_path, plan)
     return plan
+
+
+def fit_to_budget(plan: dict, done: int, plan_path: Path) -> dict | None:
+    """The FitToBudget callback's config for a run whose steps were just chosen to fit a budget
+    (act/training/fit_budget.py: the real steps' time corrects the plan early in training); None for
+    given steps, a plan kept from an earlier start, or a run resumed past the steps it times."""
+    if "deadline" not in plan or "kept from" in plan["why"] or done >= FIT_FROM_STEP:
+        return None
+    at_step = min(FIT_AT_STEP, FIT_FROM_STEP + max(plan["max_steps"] // 20, 50))
+    if at_step >= plan["max_steps"]:
+        return None
+    return {"_target_": "act.training.fit_budget.FitToBudget", "deadline": plan["deadline"],
+            "from_step": FIT_FROM_STEP, "at_step": at_step, "floor": plan["floor"], "ceiling": plan["ceiling"],
+            "plan_path": str(plan_path)}
+
+
+def time_memory_formats(cfg: DictConfig, precision: str, plan_path: Path):
+    """The probe module and its step time; with ``policy.channels_last=auto``, both memory formats timed
+    here, interleaved, and the faster one set in ``cfg`` (a plan kept from an earlier start keeps its
+    choice). Which is faster depends on the CPU and the precision (docs/results.md: a wash in bf16 on a
+    Zen 5, contiguous 4-8% faster in fp32). Returns (module, seconds per step, the choice's line or None)."""
+    kept = json.loads(plan_path.read_text()).get("channels_last") if plan_path.is_file() else None
+    if cfg.policy.get("channels_last") != "auto":
+        module = build_probe_module(cfg)
+        return module, time_training_step(module, int(cfg.data.batch_size), precision), None
+    layouts = [kept] if kept is not None else [True, False]
+    modules = {cl: build_probe_module(cfg, channels_last=cl) for cl in layouts}
+    times = time_training_steps(modules, int(cfg.data.batch_size), precision)
+    chosen = min(times, key=times.get)
+    with open_dict(cfg):
+        cfg.policy.channels_last = chosen
+    timed = ", ".join(f"{'channels-last' if cl else 'contiguous'} {1000 * t:.0f} ms" for cl, t in times.items())
+    return modules[chosen], times[chosen], f"policy.channels_last={chosen} ({timed})"
 
 
 def plan_stages(cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig, done: int, plan_path: Path) -> dict:
@@ -145,9 +181,8 @@ def plan_stages(cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig, done: i
     need their own warm-up): elsewhere the experiment's ``trainer.max_steps`` stands."""
     if device_type_of(cfg.trainer.get("accelerator")) != "cpu":
         return {"max_steps": int(cfg.trainer.max_steps), "why": "not a CPU run: the experiment's", "planned_s": {}}
-    module = build_probe_module(cfg)
     train_precision = resolve_precision(str(cfg.trainer.precision), "cpu").precision
-    step_s = time_training_step(module, int(cfg.data.batch_size), train_precision)
+    module, step_s, layout = time_memory_formats(cfg, train_precision, plan_path)
     execution = ExecutionConfig.from_cfg(eval_cfg.execution)
     query_every = execution.schedule(int(cfg.policy.model.chunk_size)).n_action_steps
     episode_len = int(eval_cfg.episode_len or EPISODE_LEN)
@@ -157,12 +192,17 @@ def plan_stages(cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig, done: i
                                      int(eval_cfg.num_episodes), episode_len, query_every,
                                      int(eval_cfg.batch_envs), int(eval_cfg.workers))
     plan = choose_steps(cfg, demo, step_s, evaluation.seconds, plan_path)
+    if layout and "channels_last" not in plan and "train_s" in plan:  # a plan fitted here: keep the choice too
+        plan["channels_last"] = bool(cfg.policy.channels_last)
+        write_json(plan_path, {k: v for k, v in plan.items() if k != "planned_s"})
     steps_left = max(0, plan["max_steps"] - done)
     estimates = [estimate_training(module, int(cfg.data.batch_size), steps_left, train_precision, step_s=step_s),
                  evaluation] if steps_left else [evaluation]
     total = sum(e.seconds for e in estimates)
     print("      plan, timed on this machine just now:")
     print(f"        steps {plan['max_steps']} ({plan['why']})")
+    if layout:
+        print(f"        memory format {layout}")
     for e in estimates:
         print(f"        {e.stage:5s} ~{minutes(e.seconds)}  ({e.detail})")
     line = f"        expected to finish in ~{minutes(total)}"
@@ -207,6 +247,9 @@ def run(cfg: DictConfig) -> dict:
     max_steps = int(plan["max_steps"])
     with open_dict(cfg):
         cfg.trainer.max_steps = max_steps  # the schedule follows it; the checkpoint's train_config records it
+        refit = fit_to_budget(plan, done, root / "plan.json")
+        if refit:
+            cfg.callbacks.fit_to_budget = refit
     start = time.perf_counter()
     train_metrics: dict = {}
     if done >= max_steps:

@@ -174,8 +174,9 @@ class StopOnDivergence(L.Callback):
     those steps): there only the loss is checked.
 
     Args:
-        check_every_n_steps: steps between reads of the values; None: ``trainer.log_every_n_steps``,
-            the steps at which Lightning reads the logged loss anyway.
+        check_every_n_steps: steps between reads of the values; None: every step on a CPU (where a read
+            costs nothing), else ``trainer.log_every_n_steps``, the steps at which Lightning reads the
+            logged loss anyway.
     """
 
     def __init__(self, check_every_n_steps: int | None = None):
@@ -196,9 +197,12 @@ class StopOnDivergence(L.Callback):
         if getattr(trainer.precision_plugin, "scaler", None) is None:
             grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
             if grads:
-                norm = torch.nn.utils.get_total_norm(grads).float()
+                norm = torch.nn.utils.get_total_norm(grads)
+                pl_module.step_grad_norm = norm  # the module's clipping reuses it: one pass over the gradients
+                norm = norm.float()
         self._pending.append((trainer.global_step + 1, loss, norm))
-        every = self.check_every_n_steps or max(1, int(trainer.log_every_n_steps))
+        # On a CPU a read costs nothing: every step, so a non-finite step never reaches the weights.
+        every = self.check_every_n_steps or (1 if pl_module.device.type == "cpu" else max(1, int(trainer.log_every_n_steps)))
         if (trainer.global_step + 1) % every == 0:
             self.check(trainer)
 

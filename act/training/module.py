@@ -144,6 +144,7 @@ class ACTLitModule(L.LightningModule):
         if clip_grad_norm is not None and not clip_grad_norm > 0:
             raise InputError(f"clip_grad_norm must be positive or null, got {clip_grad_norm}")
         self.clip_grad_norm = clip_grad_norm
+        self.step_grad_norm: torch.Tensor | None = None  # this step's global gradient norm, if already taken
         if isinstance(augment_shift, bool) or int(augment_shift) != augment_shift or augment_shift < 0:
             raise InputError(f"augment_shift must be a whole number of pixels >= 0, got {augment_shift!r}")
         if not 0.0 <= augment_color < 1.0:
@@ -229,7 +230,11 @@ class ACTLitModule(L.LightningModule):
             # unscales them itself), so clipping now would clip ~65536x too hard. Unscaled here,
             # the step then takes them as they are (torch.amp.GradScaler supports this order).
             scaler.unscale_(optimizer)
-        torch.nn.utils.clip_grad_norm_(self.parameters(), self.clip_grad_norm)
+        norm, self.step_grad_norm = self.step_grad_norm, None
+        if norm is not None:  # StopOnDivergence took this step's global norm (before any unscaling) already
+            torch.nn.utils.clip_grads_with_norm_(self.parameters(), self.clip_grad_norm, norm)
+        else:
+            torch.nn.utils.clip_grad_norm_(self.parameters(), self.clip_grad_norm)
 
     def check_schedule(self, max_steps: int | None) -> None:
         """Raise ``ValueError`` if the learning-rate schedule cannot work within ``max_steps``."""
@@ -244,6 +249,14 @@ class ACTLitModule(L.LightningModule):
         backbone = [p for n, p in self.net.model.named_parameters() if n.startswith("backbone.") and p.requires_grad]
         rest = [p for n, p in self.net.model.named_parameters() if not n.startswith("backbone.") and p.requires_grad]
         return self.optimizer_factory([{"params": rest}, {"params": backbone, "lr": self.lr_backbone}])
+
+    def reschedule(self, total_steps: int) -> None:
+        """Point the learning-rate schedule at ``total_steps`` from the next step on (a run whose
+        budget was re-planned early in training: act/training/fit_budget.py)."""
+        self.check_schedule(total_steps)
+        factor = lr_factor_fn(self.lr_schedule, self.lr_warmup_steps, total_steps, self.lr_min_ratio)
+        for config in self.trainer.lr_scheduler_configs:
+            config.scheduler.lr_lambdas = [factor] * len(config.scheduler.lr_lambdas)
 
     def configure_optimizers(self):
         optimizer = self.build_optimizer()

@@ -8,6 +8,7 @@ import sys
 import warnings
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 import lightning as L
 import torch
@@ -138,10 +139,11 @@ def build_module(cfg: DictConfig, dm: ACTDataModule) -> L.LightningModule:
     return module
 
 
-def build_probe_module(cfg: DictConfig) -> L.LightningModule:
-    """An untrained module shaped as ``cfg`` says (task cameras and image size, no dataset): for
-    timing steps and queries before the data exists."""
-    return policy_module(cfg.policy, {"camera_names": list(cfg.task.cameras), "image_size": list(cfg.task.image_size)})
+def build_probe_module(cfg: DictConfig, **policy: Any) -> L.LightningModule:
+    """An untrained module shaped as ``cfg`` says (task cameras and image size, no dataset), with the
+    ``policy`` settings given here over ``cfg.policy``'s: for timing steps and queries before the data exists."""
+    return policy_module(OmegaConf.merge(cfg.policy, policy) if policy else cfg.policy,
+                         {"camera_names": list(cfg.task.cameras), "image_size": list(cfg.task.image_size)})
 
 
 def policy_module(policy_cfg: DictConfig, deployment: dict) -> L.LightningModule:

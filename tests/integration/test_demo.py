@@ -55,6 +55,30 @@ def test_demo_runs_every_stage_then_resumes_without_repeating(monkeypatch, capsy
     assert "already at step 6 of 6" in third and "evaluation: already done" in third
 
 
+def test_the_plan_times_both_memory_formats_and_keeps_the_faster(monkeypatch, tmp_path):
+    # Issue 30: the memory format is decided by timing both here (policy.channels_last=auto on a CPU).
+    timed = []
+
+    def time_training_steps(modules, batch_size, precision, repeats=4, device="cpu"):
+        timed.append(sorted(modules))
+        return {layout: {True: 0.2, False: 0.1}[layout] for layout in modules}
+
+    monkeypatch.setattr(demo_pipeline, "time_training_steps", time_training_steps)
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = compose("demo", overrides=demo_overrides(tmp_path, "policy.channels_last=auto"))
+    plan = tmp_path / "plan.json"
+    module, step_s, line = demo_pipeline.time_memory_formats(cfg, "32-true", plan)
+    assert timed == [[False, True]] and step_s == 0.1 and cfg.policy.channels_last is False
+    assert line == "policy.channels_last=False (channels-last 200 ms, contiguous 100 ms)"
+    assert module.net.model.backbone.conv1.weight.is_contiguous()  # the probe module is the chosen one
+    plan.write_text(json.dumps({"max_steps": 10, "why": "fits", "channels_last": True}))  # a rerun keeps its choice
+    cfg.policy.channels_last = "auto"
+    _, step_s, line = demo_pipeline.time_memory_formats(cfg, "32-true", plan)
+    assert timed[-1] == [True] and cfg.policy.channels_last is True and step_s == 0.2
+    cfg.policy.channels_last = False  # set by the user: timed as given, nothing chosen
+    assert demo_pipeline.time_memory_formats(cfg, "32-true", plan)[2] is None
+
+
 @pytest.mark.parametrize("extra, message", [
     (["+demo.eval.seed=10"], "evaluation seeds 10-11 may overlap the demo seeds 0-23"),
     (["+demo.eval.episodes=2"], "demo.eval.episodes is not an eval.py setting (configs/eval.yaml)"),

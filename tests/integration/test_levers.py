@@ -18,6 +18,7 @@ from act.training.run import train
 from act.training import marks as marks_module
 from act.training.augment import color_jitter, random_shift
 from act.training.ema import EMA, ema_decay_at
+from act.training.fit_budget import FitToBudget
 from helpers import assert_same_weights, make_cfg
 
 
@@ -150,6 +151,40 @@ def test_demo_train_min_floor_ceiling_and_explicit_steps(tmp_path, monkeypatch):
     monkeypatch.setattr(demo_pipeline, "explicit_overrides", lambda: ["trainer.max_steps=123"])
     cfg.trainer.max_steps = 123
     assert demo_pipeline.choose_steps(cfg, cfg.demo, 0.25, 60.0, tmp_path / "d.json")["max_steps"] == 123
+
+
+def test_the_demo_re_plans_only_a_plan_it_just_fitted_to_a_budget(tmp_path, monkeypatch):
+    monkeypatch.setattr(demo_pipeline, "explicit_overrides", lambda: [])
+    monkeypatch.setattr(demo_pipeline, "seconds_since_start", lambda: 600.0)
+    cfg = demo_cfg()
+    plan = demo_pipeline.choose_steps(cfg, cfg.demo, step_s=0.3, eval_s=120.0, plan_path=tmp_path / "plan.json")
+    refit = demo_pipeline.fit_to_budget(plan, 0, tmp_path / "plan.json")
+    assert refit["_target_"] == "act.training.fit_budget.FitToBudget" and refit["floor"] == 1000
+    assert refit["deadline"] == pytest.approx(plan["deadline"]) and refit["ceiling"] == 20000
+    assert demo_pipeline.fit_to_budget(plan, 500, tmp_path / "plan.json") is None  # resumed past the timed steps
+    kept = demo_pipeline.choose_steps(cfg, cfg.demo, 0.3, 120.0, tmp_path / "plan.json")
+    assert demo_pipeline.fit_to_budget(kept, 0, tmp_path / "plan.json") is None  # its deadline has passed
+    assert demo_pipeline.fit_to_budget({"max_steps": 50, "why": "given"}, 0, tmp_path / "plan.json") is None
+
+
+def test_a_run_slower_than_planned_is_re_planned_to_end_by_its_deadline(demos, tmp_path, monkeypatch):
+    # Issue 30: insertion's plan allowed 10% over a bare step, its steps took 18% more: 3.5 minutes over.
+    # The fake clock reads 0 at step 2 and 10 at step 4 (5 s a step): 30 s to the deadline are 6 more steps.
+    clock = iter(range(0, 10**6, 10))
+    monkeypatch.setattr(FitToBudget, "clock", staticmethod(lambda: float(next(clock))))
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"max_steps": 20, "why": "fits demo.budget_min=45"}))
+    cfg = make_cfg(demos, tmp_path / "run", "trainer.max_steps=20", "policy.lr_schedule=cosine",
+                   "policy.lr_warmup_steps=1", "+callbacks.fit._target_=act.training.fit_budget.FitToBudget",
+                   "+callbacks.fit.deadline=40", "+callbacks.fit.from_step=2", "+callbacks.fit.at_step=4",
+                   f"+callbacks.fit.plan_path={plan}")
+    train(cfg)
+    last = read_checkpoint(tmp_path / "run" / "checkpoints" / "last.ckpt")
+    assert last["global_step"] == 10 and json.loads(plan.read_text())["max_steps"] == 10
+    assert "re-planned from 20 at step 4" in json.loads(plan.read_text())["why"]
+    # the schedule follows the new total: the cosine reaches its floor at step 10, not 20
+    lrs = [group["lr"] for group in last["optimizer_states"][0]["param_groups"]]
+    assert lrs[0] == pytest.approx(cfg.policy.optimizer.lr * cfg.policy.lr_min_ratio, abs=1e-12)
 
 
 def test_demo_expects_success_from_the_learning_curve():

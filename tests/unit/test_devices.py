@@ -128,13 +128,17 @@ def divergence_trainer(log_every_n_steps: int, params) -> SimpleNamespace:
                            precision_plugin=SimpleNamespace(scaler=None))
 
 
-def take_step(stop: StopOnDivergence, trainer, loss: torch.Tensor, grad_value: float, params) -> None:
-    """What Lightning calls around one optimiser step: backward, then the hook before the update."""
-    stop.on_before_backward(trainer, None, loss)
+def take_step(stop: StopOnDivergence, trainer, loss: torch.Tensor, grad_value: float, params,
+              device: str | None = None) -> SimpleNamespace:
+    """What Lightning calls around one optimiser step: backward, then the hook before the update, for a
+    module on ``device`` (default: the parameters'). Returns the module, which holds the step's norm."""
+    module = SimpleNamespace(device=torch.device(device) if device else params[0].device)
+    stop.on_before_backward(trainer, module, loss)
     for p in params:
         p.grad = torch.full_like(p, grad_value)
-    stop.on_before_optimizer_step(trainer, None, trainer.optimizers[0])
+    stop.on_before_optimizer_step(trainer, module, trainer.optimizers[0])
     trainer.global_step += 1
+    return module
 
 
 def test_divergence_is_read_from_the_device_only_at_logging_steps():
@@ -152,7 +156,7 @@ def test_a_late_read_still_names_the_step_that_diverged_and_stops_before_a_check
     params = [torch.nn.Parameter(torch.zeros(3))]
     stop, trainer = StopOnDivergence(), divergence_trainer(10, params)
     for loss, grad in [(2.0, 1.0), (1.5, 1.0), (1.25, math.inf), (1.0, 1.0)]:  # step 3: an infinite gradient
-        take_step(stop, trainer, torch.tensor(loss), grad, params)
+        take_step(stop, trainer, torch.tensor(loss), grad, params, device="cuda")  # a GPU's values: read late
     with pytest.raises(DivergenceError, match=r"^training diverged at step 3: the gradient norm is inf \(the loss "
                                               r"1\.25\); last finite loss 1\.5 at step 2\. .* \(now 0\.1: "):
         stop.on_save_checkpoint(trainer, None, {})  # before a checkpoint is written, not at step 10
@@ -162,6 +166,16 @@ def test_a_late_read_still_names_the_step_that_diverged_and_stops_before_a_check
         take_step(every, trainer, torch.tensor(math.nan), 1.0, params)
     with pytest.raises(ValueError, match="check_every_n_steps"):
         StopOnDivergence(check_every_n_steps=0)
+
+
+def test_on_a_cpu_divergence_is_read_every_step_and_its_norm_is_kept_for_clipping():
+    # Reading a CPU value costs nothing: the step that diverges never reaches the weights.
+    params = [torch.nn.Parameter(torch.zeros(3))]
+    stop, trainer = StopOnDivergence(), divergence_trainer(10, params)
+    module = take_step(stop, trainer, torch.tensor(2.0), 1.0, params)
+    assert float(module.step_grad_norm) == pytest.approx(3 ** 0.5)  # the module clips with it, no second pass
+    with pytest.raises(DivergenceError, match="at step 2: the gradient norm is inf"):
+        take_step(stop, trainer, torch.tensor(1.0), math.inf, params)
 
 
 @pytest.mark.parametrize("device, rate", [("cpu", 1), ("cuda", 10)])
