@@ -8,7 +8,7 @@ difference. What teleoperation brings, and what this expert adds to a task's scr
   (``Timing``; a pause shows the same observation before different actions: the data are not Markovian);
 - paths that vary: the waypoints' noise, a grasp further along the object, an approach that swings out
   to one side (``detour``), and the hand-over or insertion at one of several places (the data's modes);
-- small tremor (``Tremor``) and corrections: an approach lands beside its target, then corrects.
+- small tremor (``Tremor``) and corrections: an approach strays off its path near the target, then corrects.
 
 Everything is drawn once per episode from the expert's seed, so a seed gives the same episode.
 """
@@ -22,7 +22,7 @@ import numpy as np
 
 from common.errors import InputError
 from envs.constants import DT
-from envs.experts import (EXPERTS, ScriptedExpert, Waypoint, check_number, interpolate, jitter, quat_mul,
+from envs.experts import (EXPERTS, ScriptedExpert, Waypoint, blend, check_number, interpolate, jitter, quat_mul,
                           quat_rotate)
 
 MAX_MEETING_POINTS = min(len(expert.MEETING_POINTS) for expert in EXPERTS.values())
@@ -43,7 +43,7 @@ class HumanLikeSettings:
         pause_ticks: (shortest, longest) stop, in control ticks (50 a second).
         tremor: amplitude (m) of the hands' tremor; none while they pause.
         approach: how far (m) each arm's first move swings out, to a side drawn per episode.
-        correction: how far (m) at most each arm's first move lands beside its target before correcting.
+        correction: how far (m) at most each arm's first move strays off its path before correcting.
         grasp_offset: half-width (m) of where along x a hand grasps its object, off the scripted grasp point.
     """
 
@@ -96,12 +96,14 @@ class Timing:
         return float(np.interp(t, self.ticks, self.plan))
 
     def pauses(self) -> list[tuple[int, int]]:
-        """(first tick, length in ticks) of every pause."""
+        """(first tick, length in ticks) of every pause, rounded to whole ticks."""
         still = np.flatnonzero(np.diff(self.plan) == 0)
         return [(int(round(self.ticks[i])), int(round(self.ticks[i + 1] - self.ticks[i]))) for i in still]
 
     def paused(self, t: float) -> bool:
-        return any(start <= t < start + length for start, length in self.pauses())
+        """Whether the plan stands still at tick ``t``."""
+        i = int(np.searchsorted(self.ticks, t, side="right")) - 1
+        return 0 <= i < len(self.ticks) - 1 and self.plan[i + 1] == self.plan[i]
 
     def tick_of(self, plan_time: float) -> float:
         """The first tick at which the plan reaches ``plan_time``."""
@@ -163,18 +165,17 @@ def shift_grasp(arm: list[Waypoint], dx: float) -> None:
 
 def detour(arm: list[Waypoint], side: int, approach: float, miss: np.ndarray) -> list[Waypoint]:
     """``arm`` with its first move (waypoint 0 to 1) bent: through a point ``approach`` (m) to one ``side``
-    (+1 or -1, horizontally across the move) at its middle, then to ``miss`` (3,) beside the target, from
-    which it corrects in ``CORRECTION_TICKS``."""
+    (+1 or -1, horizontally across the move) at its middle, then ``miss`` (3,) off its path
+    ``CORRECTION_TICKS`` before the target, from where it corrects. With both 0 the path is the scripted one."""
     start, target = arm[0], arm[1]
     middle = (start.t + target.t) // 2
     across = np.cross([0.0, 0.0, 1.0], target.xyz - start.xyz)
     across = across / (np.linalg.norm(across) or 1.0)
-    swing = interpolate(arm, middle)  # (8,) xyz, quat, gripper
     correct_from = max(target.t - CORRECTION_TICKS, (middle + target.t) // 2)
-    beside = interpolate(arm, target.t)
-    added = [Waypoint(middle, swing[:3] + side * approach * across, swing[3:7], swing[7], noisy=False),
-             Waypoint(correct_from, beside[:3] + miss, beside[3:7], beside[7], noisy=False)]
-    return [start, *added, *arm[1:]]
+    swing, off = blend(start, target, middle), blend(start, target, correct_from)
+    swing.xyz, off.xyz = swing.xyz + side * approach * across, off.xyz + miss
+    swing.noisy = off.noisy = False  # placed already: no further noise
+    return [start, swing, off, *arm[1:]]
 
 
 class HumanLikeExpert:
