@@ -21,11 +21,12 @@ from typing import ClassVar
 import numpy as np
 
 from common.errors import InputError
-from envs.constants import DT
+from envs.constants import DT, EPISODE_LEN
 from envs.experts import (EXPERTS, ScriptedExpert, Waypoint, blend, check_number, interpolate, jitter, quat_mul,
                           quat_rotate)
 
 MAX_MEETING_POINTS = min(len(expert.MEETING_POINTS) for expert in EXPERTS.values())
+MAX_PAUSED = 150  # ticks of pauses at most per episode: the task's moves keep at least 240 of its 400 ticks
 FINISH_MARGIN = 10  # ticks: the task's last move ends this long before the nominal plan's end, however slow
 CORRECTION_TICKS = 15  # ticks from a missed approach to its target
 TREMOR_HZ = (1.0, 8.0)  # from slow drift to physiological tremor; well below the 25 Hz Nyquist rate at 50 Hz
@@ -69,6 +70,10 @@ class HumanLikeSettings:
             raise InputError(f"expert.pause_ticks must be [shortest, longest] in ticks, got {self.pause_ticks!r}")
         check_number("pause_ticks[0]", ticks[0], 1, whole=True, unit=" ticks")
         check_number("pause_ticks[1]", ticks[1], ticks[0], whole=True, unit=" ticks (and >= pause_ticks[0])")
+        if self.pauses * ticks[1] > MAX_PAUSED:
+            raise InputError(f"expert.pauses={self.pauses} of up to expert.pause_ticks[1]={ticks[1]} ticks may stop "
+                             f"the hands {self.pauses * ticks[1]} ticks, more than {MAX_PAUSED} of the {EPISODE_LEN} an episode "
+                             "has; use fewer or shorter pauses")
         object.__setattr__(self, "pause_ticks", (int(ticks[0]), int(ticks[1])))
         object.__setattr__(self, "meeting_points", int(self.meeting_points))
         object.__setattr__(self, "pauses", int(self.pauses))
@@ -204,18 +209,17 @@ class HumanLikeExpert:
         jitter(*arms, s.noise, rng)
         grasps, sides = rng.uniform(-s.grasp_offset, s.grasp_offset, size=2), rng.choice([-1, 1], size=2)
         for i, arm in enumerate(arms):
-            shift_grasp(arm, grasps[i])
+            shift_grasp(arm, grasps[i])  # first: it finds the grasp as the first waypoint that is not noisy
             direction = rng.uniform(0, 2 * np.pi)
             miss = rng.uniform(0.5, 1.0) * s.correction * np.array([np.cos(direction), np.sin(direction), 0.0])
             arms[i] = detour(arm, int(sides[i]), s.approach, miss)
         self.left, self.right = arms
-        plan_end = max(self.left[-1].t, self.right[-1].t)
-        last_move = max(wp.t for wp in self.left + self.right if wp.t < plan_end)
-        self.timing = draw_timing([wp.t for wp in self.left + self.right], s, rng)
+        knots = np.unique([wp.t for wp in self.left + self.right])
+        self.timing = draw_timing(knots, s, rng)
         self.tremor = Tremor(s.tremor, rng)
         self._choices = {"meeting_point": meeting_point, "approach_sides": sides.tolist(),
                          "grasp_offsets": np.round(grasps, 4).tolist(), "pauses": self.timing.pauses(),
-                         "done_at": int(round(self.timing.tick_of(last_move)))}
+                         "done_at": int(round(self.timing.tick_of(knots[-2])))}  # the last move's end
 
     def action(self, t: int) -> np.ndarray:
         """(16,) ee action for control step ``t``: the plan at this tick's plan time, plus the tremor."""

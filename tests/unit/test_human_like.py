@@ -111,7 +111,7 @@ def test_every_dial_at_zero_is_the_scripted_expert(task, first_observations):
 
 def test_slow_stretches_and_pauses_still_end_in_time():
     knots = np.array([0, 90, 130, 170, 200, 220, 310, 360, 400])
-    slowest = HumanLikeSettings(speed=0.9, pauses=5, pause_ticks=(40, 40))
+    slowest = HumanLikeSettings(speed=0.9, pauses=5, pause_ticks=(30, 30))
     for seed in range(20):
         timing = draw_timing(knots, slowest, np.random.default_rng(seed))
         assert timing.tick_of(360) <= 400 - 10 + 1e-9 and len(timing.pauses()) == 5
@@ -139,6 +139,8 @@ def test_human_like_demonstrations_succeed_in_the_joint_replay(task):
     (dict(pause_ticks=(20, 10)), r"expert.pause_ticks\[1\] must be a whole number >= 20"),
     (dict(tremor=-0.001), "expert.tremor must be a number >= 0 metres, got -0.001"),
     (dict(noise="loud"), "expert.noise must be a number >= 0 metres, got 'loud'"),
+    (dict(pauses=5, pause_ticks=(10, 40)), "expert.pauses=5 of up to expert.pause_ticks.1.=40 ticks may stop the "
+                                          "hands 200 ticks, more than 150"),
 ])
 def test_impossible_settings_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
