@@ -72,8 +72,8 @@ class HumanLikeSettings:
         check_number("pause_ticks[1]", ticks[1], ticks[0], whole=True, unit=" ticks (and >= pause_ticks[0])")
         if self.pauses * ticks[1] > MAX_PAUSED:
             raise InputError(f"expert.pauses={self.pauses} of up to expert.pause_ticks[1]={ticks[1]} ticks may stop "
-                             f"the hands {self.pauses * ticks[1]} ticks, more than {MAX_PAUSED} of the {EPISODE_LEN} an episode "
-                             "has; use fewer or shorter pauses")
+                             f"the hands {self.pauses * ticks[1]} ticks, more than {MAX_PAUSED} of the {EPISODE_LEN} "
+                             "an episode has; use fewer or shorter pauses")
         object.__setattr__(self, "pause_ticks", (int(ticks[0]), int(ticks[1])))
         object.__setattr__(self, "meeting_points", int(self.meeting_points))
         object.__setattr__(self, "pauses", int(self.pauses))

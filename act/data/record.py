@@ -341,6 +341,6 @@ def record_demos(cfg: DictConfig) -> dict:
     summary = describe(settings, result)
     write_json(Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir) / "recording.json", summary)
     print(f"{settings.task}: {result.kept} kept + {result.recorded} recorded = {settings.num_episodes} episodes in "
-          f"{settings.out_dir} ({result.attempts} seeds tried, {len(result.failures)} failed{rate_note(settings, result)}, "
-          f"{result.wall_time_s:.0f} s)")
+          f"{settings.out_dir} ({result.attempts} seeds tried, {len(result.failures)} failed"
+          f"{rate_note(settings, result)}, {result.wall_time_s:.0f} s)")
     return summary

@@ -90,6 +90,6 @@ def scripted_rollouts(cfg: DictConfig) -> dict:
     path = write_json(out_dir / "metrics.json", metrics)
     low, high = metrics["success_rate_ci95"]
     stages = " ".join(f">={k}:{v:.2f}" for k, v in metrics["stage_rates"].items())
-    print(f"{task.name} ({expert.name} expert): success {metrics['successes']}/{metrics['num_episodes']} = {metrics['success_rate']:.3f} "
-          f"[95% CI {low:.3f}-{high:.3f}] | stages {stages} | {metrics['episodes_per_min']:.0f} episodes/min | {path}")
+    print(f"{task.name} ({expert.name} expert): success {metrics['successes']}/{metrics['num_episodes']} = "
+          f"{metrics['success_rate']:.3f} [95% CI {low:.3f}-{high:.3f}] | stages {stages} | {metrics['episodes_per_min']:.0f} episodes/min | {path}")
     return metrics
