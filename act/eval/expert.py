@@ -91,5 +91,6 @@ def scripted_rollouts(cfg: DictConfig) -> dict:
     low, high = metrics["success_rate_ci95"]
     stages = " ".join(f">={k}:{v:.2f}" for k, v in metrics["stage_rates"].items())
     print(f"{task.name} ({expert.name} expert): success {metrics['successes']}/{metrics['num_episodes']} = "
-          f"{metrics['success_rate']:.3f} [95% CI {low:.3f}-{high:.3f}] | stages {stages} | {metrics['episodes_per_min']:.0f} episodes/min | {path}")
+          f"{metrics['success_rate']:.3f} [95% CI {low:.3f}-{high:.3f}] | stages {stages} | "
+          f"{metrics['episodes_per_min']:.0f} episodes/min | {path}")
     return metrics
