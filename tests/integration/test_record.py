@@ -11,7 +11,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from act.data.episodes import EpisodeIndex
-from act.data.inspect import validate
+from act.data.inspect import format_summary, validate
+from act.data.inspect import summary as inspect_summary
 from act.data.record import RecordSettings, describe, record, record_with_bar, settings_from_cfg
 from act.data.schema import list_episode_files, write_episode
 from act.eval.expert import scripted_rollouts
@@ -131,6 +132,7 @@ def test_human_like_episodes_name_their_expert_and_pass_the_validator(human_like
         choices = json.loads(info.attrs["expert_choices"])
         assert choices["meeting_point"] in (0, 1) and len(choices["pauses"]) == 2
     assert summary["expert"] == "human_like" and summary["expert_settings"]["pauses"] == 2
+    assert "task transfer_cube | expert human_like | 2 episodes" in format_summary(*inspect_summary(folder))
     tried = summary["recorded"] + len(summary["failed_seeds"])
     assert summary["expert_success_rate"] == pytest.approx(2 / tried)
 
