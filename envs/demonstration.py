@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from envs.constants import MAX_REWARD
-from envs.experts import make_expert
+from envs.experts import ScriptedSettings, make_expert
 from envs.factory import make_env
 
 
@@ -35,6 +35,7 @@ class Demonstration:
     rewards: np.ndarray  # (T,)
     images: dict[str, np.ndarray] = field(default_factory=dict)  # cam -> (T, H, W, 3) uint8
     ee_max_reward: int = 0
+    expert_choices: dict = field(default_factory=dict)  # what the expert drew for this episode (its mode, ...)
 
     @property
     def max_reward(self) -> int:
@@ -53,13 +54,15 @@ class DemonstrationRecorder:
         cameras: cameras rendered during the replay (none during the ee pass).
         image_size: (H, W) of the replay images.
         render_quality: 'paper' or 'fast'.
-        noise: uniform noise (m) on the expert's waypoints; 0 for the nominal expert.
+        expert: the expert's settings: ``ScriptedSettings`` (the default: the paper's expert, no noise) or
+            ``envs.human_like.HumanLikeSettings``.
     """
 
     def __init__(self, task: str, cameras: Sequence[str] = (), image_size: Sequence[int] = (480, 640),
-                 render_quality: str = "fast", noise: float = 0.0):
+                 render_quality: str = "fast", expert=ScriptedSettings()):
         self.task = task
-        self.noise = noise
+        self.expert = expert
+        self.expert_choices: dict = {}  # what the expert of the latest ee pass drew
         self.ee_env = make_env(task, "ee", cameras=(), image_size=image_size, render_quality=render_quality)
         self.joint_env = make_env(task, "joint", cameras=cameras, image_size=image_size,
                                   render_quality=render_quality)
@@ -70,9 +73,10 @@ class DemonstrationRecorder:
                                 ) -> tuple[np.ndarray, np.ndarray, int]:
         """Pass 1: (joint targets (T, 14), object poses at t = 0, max ee reward) for ``seed``.
 
-        ``object_poses`` (an ``env_state``) replaces the poses the seed would draw.
+        ``object_poses`` (an ``env_state``) replaces the poses the seed would draw. The expert's draws are
+        seeded by ``seed`` too, and kept in ``expert_choices``.
         """
-        expert = make_expert(self.task, noise=self.noise, seed=seed)
+        expert = make_expert(self.task, self.expert, seed=seed)
         ts = self.ee_env.reset(seed=seed, object_poses=object_poses)
         object_poses = ts.observation["env_state"].copy()
         expert.reset(ts.observation)
@@ -86,6 +90,7 @@ class DemonstrationRecorder:
             targets[t] = ts.observation["qpos"]
             targets[t, 6], targets[t, 13] = action[7], action[15]
             max_reward = max(max_reward, int(ts.reward))
+        self.expert_choices = expert.choices()
         return targets, object_poses, max_reward
 
     def replay(self, targets: np.ndarray, object_poses: np.ndarray, seed: int = -1, ee_max_reward: int = 0,
@@ -113,7 +118,9 @@ class DemonstrationRecorder:
     def record(self, seed: int, progress=None) -> Demonstration:
         """Both passes for one seed."""
         targets, object_poses, ee_max_reward = self.expert_joint_trajectory(seed)
-        return self.replay(targets, object_poses, seed=seed, ee_max_reward=ee_max_reward, progress=progress)
+        episode = self.replay(targets, object_poses, seed=seed, ee_max_reward=ee_max_reward, progress=progress)
+        episode.expert_choices = self.expert_choices
+        return episode
 
     def close(self) -> None:
         self.ee_env.close()

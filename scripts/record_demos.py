@@ -1,6 +1,7 @@
-"""Record scripted-expert demonstrations as ACT episode files.
+"""Record expert demonstrations as ACT episode files (the scripted expert, or expert=human_like: configs/expert/).
 
     python scripts/record_demos.py task=transfer_cube num_episodes=50 cameras=[top] image_size=[480,640] workers=2
+    python scripts/record_demos.py expert=human_like out_dir=datasets/transfer_cube_human_like
 
 Keeps only successful episodes, trying further seeds until ``num_episodes`` exist in ``out_dir``.
 Interrupt it at any time: rerunning the same command keeps the finished episodes and records the

@@ -33,7 +33,8 @@ def summary(folder: Path | str) -> tuple[list[dict], dict]:
     totals = {"episodes": len(rows), "steps": int(index.lengths.sum()), "cameras": list(index.cameras),
               "resolution": list(index.image_shape[:2]), "size_mb": size_mb, "format": index.format,
               "arrays": sorted(index.low_dim(0)),
-              "task": index.attrs.get("task", "-"), "sim": index.attrs.get("sim", "-"),
+              "task": index.attrs.get("task", "-"), "expert": index.attrs.get("expert", "-"),
+              "sim": index.attrs.get("sim", "-"),
               "success_rate": float(np.mean(successes)) if successes else None,
               "action_min": actions.min(axis=0).tolist(), "action_max": actions.max(axis=0).tolist()}
     return rows, totals
@@ -47,7 +48,7 @@ def format_summary(rows: list[dict], totals: dict) -> str:
     line = lambda vals: "  ".join(v.ljust(w) for v, w in zip(vals, widths))  # noqa: E731
     out = [line(cols), line(["-" * w for w in widths])] + [line(row) for row in cells]
     rate = "-" if totals["success_rate"] is None else f"{totals['success_rate']:.2f}"
-    out += ["", f"task {totals['task']} | {totals['episodes']} episodes, {totals['steps']} steps | cameras "
+    out += ["", f"task {totals['task']} | expert {totals['expert']} | {totals['episodes']} episodes, {totals['steps']} steps | cameras "
             f"{totals['cameras']} at {totals['resolution'][0]}x{totals['resolution'][1]} | success {rate} | "
             f"{totals['size_mb']:.1f} MB on disk | {totals['format']}: {', '.join(totals['arrays'])}",
             "action ranges (min .. max):"]

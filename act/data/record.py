@@ -11,6 +11,7 @@ one's pending episodes as leftovers.
 from __future__ import annotations
 
 import collections
+import json
 import logging
 import os
 import time
@@ -22,11 +23,12 @@ from typing import Callable
 import h5py
 import hydra
 import numpy as np
+from hydra.errors import InstantiationException
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from act.data.schema import (COMPRESSIONS, EpisodeFormatError, episode_path, list_episode_files,
                              read_episode_info, write_episode)
-from common.checks import check_choice
+from common.checks import check_choice, check_setting
 from common.errors import InputError, RunError
 from common.io import unwritable_reason, write_json
 from common.lock import folder_lock
@@ -34,7 +36,9 @@ from common.pool import worker_pool
 from common.progress import EpisodeBar
 from envs.constants import FPS, RENDER_QUALITIES, TASKS
 from envs.demonstration import DemonstrationRecorder
+from envs.experts import ScriptedSettings
 from envs.factory import validate_cameras, validate_image_size
+from envs.human_like import HumanLikeSettings
 
 log = logging.getLogger(__name__)
 PENDING_SUFFIX = ".pending.hdf5"
@@ -68,7 +72,7 @@ class RecordSettings:
     workers: int = 2
     compression: str = "none"
     seed: int = 0
-    noise: float = 0.0
+    expert: ScriptedSettings | HumanLikeSettings = ScriptedSettings()
     max_attempts: int | None = None
 
     def __post_init__(self):
@@ -95,6 +99,13 @@ class RecordResult:
     attempts: int  # seeds tried by this run
     failures: list[int] = field(default_factory=list)  # seeds whose replay did not succeed
     wall_time_s: float = 0.0
+
+    @property
+    def expert_success_rate(self) -> float | None:
+        """The expert's own success rate in this run: episodes kept over seeds whose outcome was seen (a
+        failed episode is discarded); None when no seed was tried."""
+        seen = self.recorded + len(self.failures)
+        return self.recorded / seen if seen else None
 
 
 def scan_existing(settings: RecordSettings) -> dict[int, int]:
@@ -124,6 +135,11 @@ def scan_existing(settings: RecordSettings) -> dict[int, int]:
         if quality is not None and quality != settings.render_quality:
             raise InputError(f"{folder} holds episodes rendered at quality {quality!r} (e.g. {path.name}), not "
                              f"{settings.render_quality!r}; use another out_dir or render_quality={quality}")
+        expert = info.attrs.get("expert")
+        if expert is not None and expert != settings.expert.name:
+            raise InputError(f"{folder} holds demonstrations of the {expert} expert (e.g. {path.name}), not the "
+                             f"{settings.expert.name} expert; record into another out_dir (e.g. "
+                             f"{str(folder).rstrip('/')}_{settings.expert.name}), or expert={expert}")
         if set(info.cameras) != set(settings.cameras) or info.image_shape[:2] != settings.image_size:
             (h, w), (want_h, want_w) = info.image_shape[:2], settings.image_size
             raise InputError(f"{folder} holds episodes with cameras {list(info.cameras)} at {h}x{w}, not "
@@ -148,7 +164,7 @@ def _init_worker(settings: RecordSettings, threads: int | None) -> None:
         os.environ.setdefault("LP_NUM_THREADS", str(threads))
     _SETTINGS = settings
     _RECORDER = DemonstrationRecorder(settings.task, cameras=settings.cameras, image_size=settings.image_size,
-                                      render_quality=settings.render_quality, noise=settings.noise)
+                                      render_quality=settings.render_quality, expert=settings.expert)
 
 
 def _record_seed(seed: int) -> dict:
@@ -161,8 +177,9 @@ def _record_seed(seed: int) -> dict:
         pending = s.out_dir / f".seed_{seed}{PENDING_SUFFIX}"
         attrs = {"task": s.task, "seed": seed, "fps": FPS, "success": True, "max_reward": episode.max_reward,
                  "cameras": np.array(s.cameras, dtype=h5py.string_dtype()), "image_size": list(s.image_size),
-                 "render_quality": s.render_quality, "episode_len": len(episode.action), "noise": s.noise,
-                 "expert": "scripted", "compression": s.compression}
+                 "render_quality": s.render_quality, "episode_len": len(episode.action),
+                 "expert": s.expert.name, "expert_settings": json.dumps(s.expert.to_dict()),
+                 "expert_choices": json.dumps(episode.expert_choices), "compression": s.compression}
         write_episode(pending, qpos=episode.qpos, qvel=episode.qvel, action=episode.action,
                       images=episode.images, reward=episode.rewards, attrs=attrs, compression=s.compression)
     return {"seed": seed, "success": episode.success, "max_reward": episode.max_reward,
@@ -242,8 +259,10 @@ def record_with_bar(settings: RecordSettings) -> RecordResult:
 
 def describe(settings: RecordSettings, result: RecordResult) -> dict:
     """A JSON-able summary of a recording run."""
-    return {"task": settings.task, "num_episodes": settings.num_episodes, "kept": result.kept,
+    return {"task": settings.task, "expert": settings.expert.name, "expert_settings": settings.expert.to_dict(),
+            "num_episodes": settings.num_episodes, "kept": result.kept,
             "recorded": result.recorded, "attempts": result.attempts, "failed_seeds": result.failures,
+            "expert_success_rate": result.expert_success_rate,
             "wall_time_s": result.wall_time_s,
             "s_per_episode": result.wall_time_s / result.recorded if result.recorded else None,
             "cameras": list(settings.cameras), "image_size": list(settings.image_size),
@@ -272,6 +291,27 @@ def _list(cfg: DictConfig, key: str, example: str) -> tuple:
     return tuple(OmegaConf.to_container(value))
 
 
+def expert_from_cfg(node: DictConfig) -> ScriptedSettings | HumanLikeSettings:
+    """The expert settings a config node describes (configs/expert/<name>.yaml: ``_target_`` and its fields),
+    checked (``InputError`` naming the setting otherwise)."""
+    try:
+        return hydra.utils.instantiate(node, _convert_="all")
+    except InstantiationException as err:
+        if isinstance(err.__cause__, InputError):
+            raise err.__cause__ from None
+        raise InputError(f"expert settings: {err.__cause__ or err}") from err
+
+
+def expert_named(name: str, key: str = "demo.expert") -> ScriptedSettings | HumanLikeSettings:
+    """The settings of configs/expert/<name>.yaml as they are, for a setting ``key`` that names the expert;
+    needs Hydra initialised (an entry point, or ``initialize_config_dir``)."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    check_setting(key, name, GlobalHydra.instance().config_loader().get_group_options("expert"),
+                  " (configs/expert/)")
+    return expert_from_cfg(hydra.compose(config_name=f"expert/{name}").expert)
+
+
 def settings_from_cfg(cfg: DictConfig) -> RecordSettings:
     """The recording settings of configs/record_demos.yaml, every value checked (``InputError`` naming the
     setting otherwise)."""
@@ -280,7 +320,13 @@ def settings_from_cfg(cfg: DictConfig) -> RecordSettings:
                           cameras=_list(cfg, "cameras", "[top]"), image_size=_list(cfg, "image_size", "[480,640]"),
                           render_quality=cfg.render_quality, workers=_number(cfg, "workers", int),
                           compression=cfg.compression, seed=_number(cfg, "seed", int),
-                          noise=_number(cfg, "noise", float), max_attempts=_number(cfg, "max_attempts", int, True))
+                          expert=expert_from_cfg(cfg.expert), max_attempts=_number(cfg, "max_attempts", int, True))
+
+
+def rate_note(settings: RecordSettings, result: RecordResult) -> str:
+    """``: the <expert> expert succeeds on 90%`` when this run tried seeds, else nothing."""
+    rate = result.expert_success_rate
+    return "" if rate is None else f": the {settings.expert.name} expert succeeds on {rate:.0%}"
 
 
 def record_demos(cfg: DictConfig) -> dict:
@@ -295,6 +341,6 @@ def record_demos(cfg: DictConfig) -> dict:
     summary = describe(settings, result)
     write_json(Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir) / "recording.json", summary)
     print(f"{settings.task}: {result.kept} kept + {result.recorded} recorded = {settings.num_episodes} episodes in "
-          f"{settings.out_dir} ({result.attempts} seeds tried, {len(result.failures)} failed, "
-          f"{result.wall_time_s:.0f} s)")
+          f"{settings.out_dir} ({result.attempts} seeds tried, {len(result.failures)} failed"
+          f"{rate_note(settings, result)}, {result.wall_time_s:.0f} s)")
     return summary

@@ -11,6 +11,7 @@ import numpy as np
 from omegaconf import DictConfig
 from tqdm import tqdm
 
+from act.data.record import expert_from_cfg
 from common.errors import InputError
 from common.io import write_json
 from common.metrics import summarize
@@ -59,22 +60,22 @@ def scripted_rollouts(cfg: DictConfig) -> dict:
         raise InputError(f"num_videos must be >= 0, got {cfg.num_videos}")
     out_dir = Path(cfg.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    task = cfg.task
-    recorder = DemonstrationRecorder(task.name, cameras=(), noise=cfg.noise)
+    task, expert = cfg.task, expert_from_cfg(cfg.expert)
+    recorder = DemonstrationRecorder(task.name, cameras=(), expert=expert)
     video_recorder = None
     if cfg.num_videos > 0:
         video_recorder = DemonstrationRecorder(task.name, cameras=task.cameras, image_size=task.image_size,
-                                               render_quality=task.render_quality, noise=cfg.noise)
+                                               render_quality=task.render_quality, expert=expert)
 
     episodes, videos = [], []
     start = time.perf_counter()
-    bar = tqdm(range(cfg.num_episodes), desc=f"expert {task.name}", unit="ep")
+    bar = tqdm(range(cfg.num_episodes), desc=f"{expert.name} expert {task.name}", unit="ep")
     for i in bar:
         seed = int(cfg.seed) + i
         filmed = i < cfg.num_videos
         episode = (video_recorder if filmed else recorder).record(seed)
         episodes.append({"seed": seed, "max_reward": episode.max_reward, "success": episode.success,
-                         "ee_max_reward": episode.ee_max_reward})
+                         "ee_max_reward": episode.ee_max_reward, "expert_choices": episode.expert_choices})
         if filmed:
             frames = (tile({cam: episode.images[cam][t] for cam in episode.images}) for t in range(len(episode.qpos)))
             videos.append(str(write_mp4(out_dir / f"episode_{i}_seed{seed}.mp4", frames, fps=FPS)))
@@ -83,12 +84,13 @@ def scripted_rollouts(cfg: DictConfig) -> dict:
 
     metrics = {"task": task.name, **summarize([e["max_reward"] for e in episodes], MAX_REWARD),
                "ee_success_rate": sum(e["ee_max_reward"] == MAX_REWARD for e in episodes) / len(episodes),
-               "seeds": [e["seed"] for e in episodes], "noise": float(cfg.noise),
+               "seeds": [e["seed"] for e in episodes], "expert": expert.to_dict(),
                "wall_time_s": wall, "episodes_per_min": 60.0 * len(episodes) / wall,
                "episodes": episodes, "videos": videos}
     path = write_json(out_dir / "metrics.json", metrics)
     low, high = metrics["success_rate_ci95"]
     stages = " ".join(f">={k}:{v:.2f}" for k, v in metrics["stage_rates"].items())
-    print(f"{task.name}: success {metrics['successes']}/{metrics['num_episodes']} = {metrics['success_rate']:.3f} "
-          f"[95% CI {low:.3f}-{high:.3f}] | stages {stages} | {metrics['episodes_per_min']:.0f} episodes/min | {path}")
+    print(f"{task.name} ({expert.name} expert): success {metrics['successes']}/{metrics['num_episodes']} = "
+          f"{metrics['success_rate']:.3f} [95% CI {low:.3f}-{high:.3f}] | stages {stages} | "
+          f"{metrics['episodes_per_min']:.0f} episodes/min | {path}")
     return metrics

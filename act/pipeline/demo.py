@@ -1,4 +1,7 @@
-"""`make demo`: record scripted demos, train ACT, evaluate it on held-out seeds, plot, summarise.
+"""`make demo`: record expert demos, train ACT, evaluate it on held-out seeds, plot, summarise.
+
+``demo.expert`` names the expert of configs/expert/ that records the demos (scripted, or human_like:
+experiment=cpu_quickstart_human_like gives it folders of its own).
 
 Each stage resumes: valid demos are kept, training continues exactly from its latest checkpoint
 and is not repeated once finished, and an evaluation already done for a checkpoint is reused.
@@ -23,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from act.pipeline.budget import (estimate_evaluation, estimate_training, minutes, steps_within, time_training_step,
                                  time_training_steps)
-from act.data.record import RecordSettings, describe, record_with_bar
+from act.data.record import RecordSettings, describe, expert_named, rate_note, record_with_bar
 from act.eval.harness import build_spec, evaluate_and_save, previous_metrics, summary_line
 from act.pipeline.plot import plot_run
 from act.runtime.execution import ExecutionConfig
@@ -226,18 +229,21 @@ def run(cfg: DictConfig) -> dict:
     root = Path(demo.dir)
     eval_dir = root / "eval"
     eval_cfg = evaluation_config(cfg, demo, eval_dir)  # checked before anything runs
+    expert = expert_named(str(demo.get("expert", "scripted")))
     times: dict[str, float] = {}
 
-    # 1. Demonstrations: keeps the valid episodes already there, records the rest.
-    print(f"[1/4] demonstrations: {demo.num_demos} scripted {cfg.task.name} episodes -> {cfg.data.dataset_dir}")
+    # 1. Demonstrations: keeps the valid episodes already there, records the rest (a folder of another
+    # expert's demos is refused).
+    print(f"[1/4] demonstrations: {demo.num_demos} {expert.name} {cfg.task.name} episodes -> {cfg.data.dataset_dir}")
     start = time.perf_counter()
     settings = RecordSettings(task=cfg.task.name, num_episodes=int(demo.num_demos), out_dir=Path(cfg.data.dataset_dir),
                               cameras=tuple(cfg.task.cameras), image_size=tuple(cfg.task.image_size),
                               render_quality=cfg.task.render_quality, workers=int(demo.record_workers),
-                              seed=int(demo.demo_seed))
+                              seed=int(demo.demo_seed), expert=expert)
     recorded = record_with_bar(settings)
     times["record"] = time.perf_counter() - start
-    print(f"      {recorded.kept} kept + {recorded.recorded} recorded in {minutes(times['record'])}")
+    print(f"      {recorded.kept} kept + {recorded.recorded} recorded in {minutes(times['record'])}"
+          f"{rate_note(settings, recorded)}")
 
     # 2. Training: as many steps as the budget allows; resumes from the latest checkpoint.
     ckpt_dir = Path(cfg.out_dir) / "checkpoints"

@@ -163,6 +163,17 @@ def test_record_script_with_workers_then_inspect(run_script, tmp_path):
     assert proc.returncode == 1 and "episode_1.hdf5" in proc.stdout
 
 
+@pytest.mark.parametrize("overrides, message", [
+    (["expert=human_like", "expert.speed=2"], "error: expert.speed must be a number in [0, 1)"),
+    (["expert=people"], "error: "),
+])
+def test_record_script_refuses_an_impossible_expert_in_one_line(run_script, tmp_path, overrides, message):
+    proc = run_script("record_demos", *overrides, f"out_dir={tmp_path / 'demos'}", check=False)
+    assert proc.returncode == 2 and proc.stderr.startswith(message) and proc.stderr.count("\n") == 1, proc.stderr
+    assert "people" in proc.stderr or "speed" in proc.stderr
+    assert not (tmp_path / "demos").exists()
+
+
 def test_scripted_rollout_writes_metrics_and_video(run_script, tmp_path):
     out = tmp_path / "rollout"
     proc = run_script("scripted_rollout", "task=transfer_cube", "num_episodes=2", "seed=10", "num_videos=1",

@@ -13,6 +13,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import act.pipeline.demo as demo_pipeline
+from act.data.episodes import EpisodeIndex
 from act.training.run import ConfigError, train
 from helpers import CONFIGS, ROOT, assert_same_weights, demo_overrides, make_cfg
 
@@ -148,3 +149,42 @@ def test_experiments_compose_with_their_demo_blocks(overrides, task, size, quali
         assert cfg.data.dataset_dir == f"datasets/paper_{task}" and cfg.demo.dir == f"outputs/paper_{task}"
     # train.py sees the same training settings.
     assert alone.task == cfg.task and alone.policy == cfg.policy and alone.trainer == cfg.trainer
+
+
+class Recorded(Exception):
+    """Raised where the demo would plan its training: the record stage alone has run."""
+
+
+def test_the_demo_records_with_the_expert_it_names(monkeypatch, capsys, tmp_path):
+    def stop(*args):
+        raise Recorded
+
+    monkeypatch.setattr(demo_pipeline, "plan_stages", stop)
+    with pytest.raises(Recorded):
+        run_demo(monkeypatch, capsys, *demo_overrides(tmp_path, "experiment=cpu_quickstart_human_like"))
+    printed = capsys.readouterr().out
+    assert "[1/4] demonstrations: 2 human_like transfer_cube episodes" in printed
+    assert "0 kept + 2 recorded" in printed and "the human_like expert succeeds on" in printed
+    episodes = EpisodeIndex(tmp_path / "data").episodes
+    assert [info.attrs["expert"] for info in episodes] == ["human_like", "human_like"]
+    # The scripted expert's demo into the same folder is refused before anything is recorded.
+    with pytest.raises(ValueError, match="demonstrations of the human_like expert"):
+        run_demo(monkeypatch, capsys, *demo_overrides(tmp_path))
+    assert len(EpisodeIndex(tmp_path / "data")) == 2
+
+
+def test_human_like_demos_and_runs_have_folders_of_their_own():
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        scripted = compose("demo", overrides=["experiment=cpu_quickstart"])
+        human_like = compose("demo", overrides=["experiment=cpu_quickstart_human_like"])
+        insertion = compose("demo", overrides=["experiment=cpu_quickstart_human_like", "task=insertion"])
+        with pytest.raises(ValueError, match=r"demo.expert='people' is unknown; valid: human_like, scripted"):
+            demo_pipeline.expert_named("people")
+    assert (scripted.demo.expert, human_like.demo.expert) == ("scripted", "human_like")
+    assert human_like.data.dataset_dir == "datasets/quickstart_transfer_cube_human_like"
+    assert insertion.data.dataset_dir == "datasets/quickstart_insertion_human_like"
+    folders = {cfg.demo.dir for cfg in (scripted, human_like, insertion)}
+    assert len(folders) == 3 and human_like.out_dir == f"{human_like.demo.dir}/train"
+    # The same recipe: only the folders, the expert and the expectation printed before training differ.
+    assert human_like.policy == scripted.policy and human_like.trainer.max_steps == scripted.trainer.max_steps
+    assert human_like.demo.budget_min == scripted.demo.budget_min and list(human_like.demo.expected) == []

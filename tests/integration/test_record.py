@@ -1,15 +1,24 @@
-"""Recording demonstrations: resumable, atomic, refusing to mix tasks."""
+"""Recording demonstrations: resumable, atomic, refusing to mix tasks or experts."""
 
 from __future__ import annotations
+
+import json
+from dataclasses import asdict
 
 import h5py
 import numpy as np
 import pytest
+from hydra import compose, initialize_config_dir
 
 from act.data.episodes import EpisodeIndex
-from act.data.inspect import validate
-from act.data.record import RecordSettings, record, record_with_bar
+from act.data.inspect import format_summary, validate
+from act.data.inspect import summary as inspect_summary
+from act.data.record import RecordSettings, describe, record, record_with_bar, settings_from_cfg
 from act.data.schema import list_episode_files, write_episode
+from act.eval.expert import scripted_rollouts
+from envs.experts import ScriptedSettings
+from envs.human_like import HumanLikeSettings
+from helpers import CONFIGS
 
 
 def settings(out_dir, num_episodes, task="transfer_cube", **kwargs):
@@ -101,3 +110,80 @@ def test_gives_up_after_max_attempts(tmp_path):
         record(settings(tmp_path, 2, max_attempts=1))
 
 
+
+
+# -- the expert that records (issue 32): named in every episode, never mixed in one folder -----------------------
+@pytest.fixture(scope="module")
+def human_like_demos(tmp_path_factory):
+    """Two human-like transfer-cube episodes at 24x32, and the recording's summary."""
+    folder = tmp_path_factory.mktemp("human_like")
+    chosen = settings(folder, 2, expert=HumanLikeSettings())
+    return folder, describe(chosen, record(chosen))
+
+
+def test_human_like_episodes_name_their_expert_and_pass_the_validator(human_like_demos):
+    folder, summary = human_like_demos
+    assert validate(folder) == []
+    index = EpisodeIndex(folder)
+    for info in index.episodes:
+        assert info.attrs["expert"] == "human_like"
+        assert json.loads(info.attrs["expert_settings"]) == {"name": "human_like", **asdict(HumanLikeSettings()),
+                                                             "pause_ticks": [10, 40]}
+        choices = json.loads(info.attrs["expert_choices"])
+        assert choices["meeting_point"] in (0, 1) and len(choices["pauses"]) == 2
+    assert summary["expert"] == "human_like" and summary["expert_settings"]["pauses"] == 2
+    assert "task transfer_cube | expert human_like | 2 episodes" in format_summary(*inspect_summary(folder))
+    tried = summary["recorded"] + len(summary["failed_seeds"])
+    assert summary["expert_success_rate"] == pytest.approx(2 / tried)
+
+
+def test_human_like_episodes_survive_the_lerobot_round_trip(human_like_demos, tmp_path):
+    pytest.importorskip("pyarrow", reason="the [lerobot] extra: pip install -e .[lerobot]")
+    pytest.importorskip("av", reason="the [lerobot] extra: pip install -e .[lerobot]")
+    from act.data.convert import ConvertSettings, convert
+
+    folder, _ = human_like_demos
+    lerobot = convert(ConvertSettings(src=folder, out=tmp_path / "v3", to="lerobot", images="image")).out
+    back = convert(ConvertSettings(src=lerobot, out=tmp_path / "back", to="act_hdf5")).out
+    assert validate(lerobot) == [] and validate(back) == []
+    for original, returned in zip(EpisodeIndex(folder).episodes, EpisodeIndex(back).episodes):
+        for key in ("expert", "expert_settings", "expert_choices"):
+            assert returned.attrs[key] == original.attrs[key]
+
+
+def test_refuses_a_folder_of_another_expert(tmp_path):
+    record(settings(tmp_path, 1))
+    with pytest.raises(ValueError, match=r"demonstrations of the scripted expert \(e.g. episode_0.hdf5\), not the "
+                                         r"human_like expert; record into another out_dir \(e.g. .*_human_like\)"):
+        record(settings(tmp_path, 2, expert=HumanLikeSettings()))
+    assert [p.name for p in tmp_path.glob("episode_*")] == ["episode_0.hdf5"]
+
+
+@pytest.mark.parametrize("overrides, expected", [
+    ([], ScriptedSettings()),
+    (["expert.noise=0.02"], ScriptedSettings(noise=0.02)),
+    (["expert=human_like"], HumanLikeSettings()),
+    (["expert=human_like", "expert.meeting_points=1", "expert.pause_ticks=[5,8]"],
+     HumanLikeSettings(meeting_points=1, pause_ticks=(5, 8))),
+])
+def test_record_demos_takes_the_expert_from_its_config_group(overrides, expected):
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = compose("record_demos", overrides=overrides)
+    assert settings_from_cfg(cfg).expert == expected
+
+
+def test_impossible_expert_settings_name_the_setting():
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = compose("record_demos", overrides=["expert=human_like", "expert.speed=1.5"])
+    with pytest.raises(ValueError, match=r"expert.speed must be a number in \[0, 1\)"):
+        settings_from_cfg(cfg)
+
+
+def test_scripted_rollout_measures_the_human_like_expert(tmp_path):
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = compose("scripted_rollout", overrides=["expert=human_like", "num_episodes=2", "seed=1",
+                                                     "num_videos=0", f"out_dir={tmp_path}"])
+    metrics = scripted_rollouts(cfg)
+    assert metrics["expert"]["name"] == "human_like" and metrics["seeds"] == [1, 2]
+    assert all(len(e["expert_choices"]["pauses"]) == 2 for e in metrics["episodes"])
+    assert json.loads((tmp_path / "metrics.json").read_text())["expert"] == metrics["expert"]

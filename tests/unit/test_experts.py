@@ -8,7 +8,8 @@ import pytest
 from envs import TASKS
 from envs.constants import MAX_REWARD
 from envs.demonstration import DemonstrationRecorder
-from envs.experts import Waypoint, interpolate, make_expert, quat_from_axis_angle, quat_mul
+from envs.experts import (ScriptedSettings, Waypoint, interpolate, make_expert, quat_from_axis_angle, quat_mul,
+                          quat_rotate)
 
 
 def test_quaternion_helpers():
@@ -16,6 +17,7 @@ def test_quaternion_helpers():
     np.testing.assert_allclose(quat_mul(quarter, quarter), quat_from_axis_angle([0, 0, 1], 180), atol=1e-12)
     np.testing.assert_allclose(quat_mul([1, 0, 0, 0], quarter), quarter)
     assert np.linalg.norm(quat_from_axis_angle([1, 1, 0], 33)) == pytest.approx(1.0)
+    np.testing.assert_allclose(quat_rotate(quarter, np.array([1.0, 0, 0])), [0, 1, 0], atol=1e-12)
 
 
 def test_interpolation_between_waypoints():
@@ -29,8 +31,8 @@ def test_interpolation_between_waypoints():
 def test_unknown_task_and_bad_noise():
     with pytest.raises(ValueError, match="transfer_cube"):
         make_expert("stack")
-    with pytest.raises(ValueError, match="noise"):
-        make_expert("insertion", noise=-0.1)
+    with pytest.raises(ValueError, match="expert.noise must be a number >= 0 metres, got -0.1"):
+        make_expert("insertion", ScriptedSettings(noise=-0.1))
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -62,7 +64,7 @@ def test_replay_starts_from_the_ee_episode_object_poses():
 
 
 def test_noise_varies_waypoints_reproducibly():
-    recorder = DemonstrationRecorder("transfer_cube", cameras=(), noise=0.01)
+    recorder = DemonstrationRecorder("transfer_cube", cameras=(), expert=ScriptedSettings(noise=0.01))
     a, _, _ = recorder.expert_joint_trajectory(3)
     b, _, _ = recorder.expert_joint_trajectory(3)
     nominal, _, _ = DemonstrationRecorder("transfer_cube", cameras=()).expert_joint_trajectory(3)
