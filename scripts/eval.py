@@ -3,7 +3,7 @@
     python scripts/eval.py ckpt_path=outputs/train/.../checkpoints/last.ckpt num_episodes=50
     python scripts/eval.py ckpt_path=... temporal_ensemble_coeff=null n_action_steps=50   # chunked
     python scripts/eval.py ckpt_path=... env.backend=gym_aloha                           # gym-aloha's envs
-    python scripts/eval.py expert=true task=transfer_cube                                # harness check
+    python scripts/eval.py expert=scripted task=transfer_cube                            # harness check
 
 Writes metrics.json (success rate with a 95% interval, stage rates, returns, per-episode
 records, latency) and mp4s of the first episodes into out_dir.

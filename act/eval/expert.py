@@ -26,13 +26,15 @@ class ScriptedReplayPolicy:
 
     Args:
         task: 'transfer_cube' or 'insertion'.
+        expert: the expert's settings (envs/experts.py, envs/human_like.py); its own random draws
+            (timing, paths, meeting place) use seed 0 in every episode.
     """
 
     camera_names: list[str] = []
 
-    def __init__(self, task: str):
+    def __init__(self, task: str, expert=None):
         self.task = task
-        self._recorder = DemonstrationRecorder(task, cameras=())
+        self._recorder = DemonstrationRecorder(task, cameras=(), **({} if expert is None else {"expert": expert}))
         self.queries = 0
         self.reset()
 

@@ -16,6 +16,7 @@ import torch
 
 from omegaconf import DictConfig, OmegaConf
 
+from act.data.record import expert_from_cfg
 from act.eval.backends import BACKENDS
 from act.eval.expert import ScriptedReplayPolicy
 from act.eval import rollout
@@ -40,8 +41,8 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
         raise InputError(f"num_episodes must be positive, got {cfg.num_episodes}")
     if int(cfg.get("batch_envs", 1)) < 1:
         raise InputError(f"batch_envs must be >= 1, got {cfg.batch_envs}")
-    if cfg.expert and int(cfg.get("batch_envs", 1)) > 1:
-        raise InputError("the scripted expert runs one episode at a time: use batch_envs=1 with expert=true")
+    if cfg.get("expert") and int(cfg.get("batch_envs", 1)) > 1:
+        raise InputError("a scripted expert runs one episode at a time: use batch_envs=1 with expert=...")
     if cfg.num_videos < 0:
         raise InputError(f"num_videos must be >= 0, got {cfg.num_videos}")
     # Checked before any policy or environment is built.
@@ -53,16 +54,17 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
         shown = OmegaConf.to_container(cfg.video_size) if OmegaConf.is_config(cfg.video_size) else cfg.video_size
         raise InputError(f"video_size must be two positive integers [height, width], got {shown}") from None
     chosen_task = cfg.task.name if cfg.get("task") else None
-    if cfg.expert:
+    if cfg.get("expert"):
         task = chosen_task
         if task not in TASKS:
-            raise InputError(f"expert=true needs task=<{'|'.join(TASKS)}>, got {task!r}")
-        make_policy = functools.partial(ScriptedReplayPolicy, task)
+            raise InputError(f"expert=... needs task=<{'|'.join(TASKS)}>, got {task!r}")
+        expert = expert_from_cfg(cfg.expert)
+        make_policy = functools.partial(ScriptedReplayPolicy, task, expert)
         cameras, image_size, quality = (), (480, 640), cfg.render_quality or "fast"
-        described = {"policy": "scripted expert (joint replay)"}
+        described = {"policy": f"{expert.name} expert (joint replay)"}
     else:
         if cfg.ckpt_path is None:
-            raise InputError("give ckpt_path=<checkpoint or exported .pt/.onnx policy> (or expert=true)")
+            raise InputError("give ckpt_path=<checkpoint or exported .pt/.onnx policy> (or expert=scripted)")
         path = Path(cfg.ckpt_path)
         artifact_format(path)  # an unknown file type is refused before anything is read
         if not path.is_file():

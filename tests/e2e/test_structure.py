@@ -76,7 +76,8 @@ def composition_error(config_name: str, *overrides: str) -> str | None:
     ("train", ["policy=small", "policy.model.chunk_sise=5"],
      "policy.model.chunk_sise is not a setting of train; did you mean policy.model.chunk_size?"),
     ("train", ["experiment=smok"], "experiment=smok is not a config in configs/experiment/; did you mean "
-                                   "experiment=smoke? (valid: cpu_quickstart, cpu_quickstart_insertion, paper, smoke)"),
+                                   "experiment=smoke? (valid: cpu_quickstart, cpu_quickstart_human_like, "
+                                   "cpu_quickstart_insertion, paper, smoke)"),
     ("eval", ["task=insertion2"], "task=insertion2 is not a config in configs/task/; did you mean task=insertion? "
                                   "(valid: insertion, transfer_cube)"),
     ("run_realtime", ["task=insertion"], "task is not a setting of run_realtime; run_realtime has: aloha, ckpt_path, "

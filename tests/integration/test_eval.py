@@ -94,11 +94,11 @@ def test_eval_errors_name_the_setting(tmp_path):
     with pytest.raises(FileNotFoundError, match="none.ckpt does not exist"):
         build_spec(eval_cfg(f"ckpt_path={tmp_path}/none.ckpt"))
     with pytest.raises(ValueError, match="task="):
-        build_spec(eval_cfg("expert=true"))
+        build_spec(eval_cfg("expert=scripted"))
 
 
 def test_expert_through_eval(tmp_path):
-    _, line = run_eval("expert=true", "task=insertion", "num_episodes=2", "num_videos=0", f"out_dir={tmp_path}")
+    _, line = run_eval("expert=scripted", "task=insertion", "num_episodes=2", "num_videos=0", f"out_dir={tmp_path}")
     assert "success 2/2" in line
 
 

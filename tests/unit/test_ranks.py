@@ -80,7 +80,8 @@ def test_a_failed_evaluation_on_rank_zero_stops_every_rank_after_the_broadcast(m
 
 def test_after_ddp_training_only_rank_zero_evaluates_the_demo(monkeypatch, tmp_path):
     monkeypatch.setattr(rank_zero_only, "rank", 1)
-    monkeypatch.setattr(demo_pipeline, "record_with_bar", lambda settings: SimpleNamespace(kept=2, recorded=0))
+    monkeypatch.setattr(demo_pipeline, "record_with_bar", lambda settings: SimpleNamespace(kept=2, recorded=0,
+                                                                                   expert_success_rate=None))
     monkeypatch.setattr(demo_pipeline, "train", lambda cfg: {})  # every rank returns from training
     monkeypatch.setattr(demo_pipeline, "evaluate_and_save", no_evaluation)
     monkeypatch.setattr(demo_pipeline, "explicit_overrides", lambda: ["trainer.max_steps=4"])
