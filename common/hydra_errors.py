@@ -64,7 +64,7 @@ def unknown_option(missing: str, options: list[str]) -> str:
     """``experiment=smok is not a config in configs/experiment/; did you mean experiment=smoke? (valid: ...)``."""
     group, _, option = missing.rpartition("/")
     match = nearest(option, options)
-    hint = f"; did you mean {group}={match}?" if match else ";"
+    hint = f"; did you mean {group}={match}?" if match else ""
     return f"{group}={option} is not a config in configs/{group}/{hint} (valid: {', '.join(options)})"
 
 
@@ -90,8 +90,22 @@ def describe(err: Exception, config_dir: Path, config_name: str, overrides: list
         others = [o for o in overrides if not o.lstrip("+~").split("=")[0].startswith(missing)]  # all but its own
         cfg = compose_config(config_dir, config_name, others) or compose_config(config_dir, config_name, [])
         return unknown_key(str(missing), cfg, config_name)
+    if isinstance(err, ValueError) and str(err).startswith("Config group override must be a string"):
+        return group_given_a_value(config_dir, overrides)
     if isinstance(err, (ConfigCompositionException, OmegaConfBaseException)):
         return one_line(str(err))
+    return None
+
+
+def group_given_a_value(config_dir: Path, overrides: list[str]) -> str | None:
+    """``expert=true``, where ``expert`` is a config group: the group's configs are the valid values."""
+    for override in overrides:
+        key, _, value = override.lstrip("+~").partition("=")
+        group = config_dir / key
+        if group.is_dir():
+            options = sorted(f.stem for f in group.glob("*.yaml"))
+            if value not in options:
+                return unknown_option(f"{key}/{value}", options)
     return None
 
 

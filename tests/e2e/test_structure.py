@@ -78,6 +78,7 @@ def composition_error(config_name: str, *overrides: str) -> str | None:
     ("train", ["experiment=smok"], "experiment=smok is not a config in configs/experiment/; did you mean "
                                    "experiment=smoke? (valid: cpu_quickstart, cpu_quickstart_human_like, "
                                    "cpu_quickstart_insertion, paper, smoke)"),
+    ("eval", ["expert=true"], "expert=true is not a config in configs/expert/ (valid: human_like, scripted)"),
     ("eval", ["task=insertion2"], "task=insertion2 is not a config in configs/task/; did you mean task=insertion? "
                                   "(valid: insertion, transfer_cube)"),
     ("run_realtime", ["task=insertion"], "task is not a setting of run_realtime; run_realtime has: aloha, ckpt_path, "
