@@ -5,7 +5,7 @@ The assets are read from the installed package, never copied into this repositor
 
 from __future__ import annotations
 
-from importlib import resources
+import importlib.util
 from pathlib import Path
 
 from dm_control import mujoco
@@ -20,14 +20,15 @@ WELD_SOLIMP = (0.99, 0.999, 0.001, 0.5, 2.0)
 
 
 def assets_dir() -> Path:
-    """Folder of the MJCF/STL files inside the installed ``gym_aloha`` package."""
-    try:
-        root = resources.files("gym_aloha")
-    except ModuleNotFoundError as err:  # pragma: no cover - install problem
+    """Folder of the MJCF/STL files inside the installed ``gym_aloha`` package. Found without importing
+    it: only its files are used, and its ``__init__`` needs gymnasium, which nothing here does."""
+    spec = importlib.util.find_spec("gym_aloha")
+    if spec is None or not spec.submodule_search_locations:  # pragma: no cover - install problem
         raise RunError(
             "The 'gym-aloha' package provides the ALOHA scene assets; install it with "
             "`pip install gym-aloha==0.1.5` (or `make install`)."
-        ) from err
+        )
+    root = next(iter(spec.submodule_search_locations))
     path = Path(str(root)) / "assets"
     if not path.is_dir():  # pragma: no cover - broken install
         raise RunError(f"gym-aloha is installed but has no assets folder at {path}")

@@ -70,6 +70,9 @@ class FitToBudget(L.Callback):
         before = trainer.max_steps
         trainer.fit_loop.epoch_loop.max_steps = steps
         pl_module.reschedule(steps)
+        bar = getattr(trainer.progress_bar_callback, "_train_progress_bar", None)
+        if bar is not None:  # the bar counts this epoch's batches: its total follows the new plan
+            bar.total = steps - trainer.global_step + bar.n
         self.replanned = {"from": before, "to": steps, "step_s": step_s, "at_step": trainer.global_step}
         if trainer.is_global_zero:
             print(f"      re-planned at step {trainer.global_step}: steps take {1000 * step_s:.0f} ms here, "

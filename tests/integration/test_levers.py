@@ -167,7 +167,7 @@ def test_the_demo_re_plans_only_a_plan_it_just_fitted_to_a_budget(tmp_path, monk
     assert demo_pipeline.fit_to_budget({"max_steps": 50, "why": "given"}, 0, tmp_path / "plan.json") is None
 
 
-def test_a_run_slower_than_planned_is_re_planned_to_end_by_its_deadline(demos, tmp_path, monkeypatch):
+def test_a_run_slower_than_planned_is_re_planned_to_end_by_its_deadline(demos, tmp_path, monkeypatch, capsys):
     # Issue 30: insertion's plan allowed 10% over a bare step, its steps took 18% more: 3.5 minutes over.
     # The fake clock reads 0 at step 2 and 10 at step 4 (5 s a step): 30 s to the deadline are 6 more steps.
     clock = iter(range(0, 10**6, 10))
@@ -182,6 +182,8 @@ def test_a_run_slower_than_planned_is_re_planned_to_end_by_its_deadline(demos, t
     last = read_checkpoint(tmp_path / "run" / "checkpoints" / "last.ckpt")
     assert last["global_step"] == 10 and json.loads(plan.read_text())["max_steps"] == 10
     assert "re-planned from 20 at step 4" in json.loads(plan.read_text())["why"]
+    shown = capsys.readouterr()
+    assert "10/10 [" in shown.out + shown.err  # the progress bar's total follows the new plan
     # the schedule follows the new total: the cosine reaches its floor at step 10, not 20
     lrs = [group["lr"] for group in last["optimizer_states"][0]["param_groups"]]
     assert lrs[0] == pytest.approx(cfg.policy.optimizer.lr * cfg.policy.lr_min_ratio, abs=1e-12)
