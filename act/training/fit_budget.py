@@ -43,7 +43,6 @@ class FitToBudget(L.Callback):
         self.deadline, self.from_step, self.at_step = float(deadline), int(from_step), int(at_step)
         self.floor, self.ceiling, self.plan_path, self.min_change = int(floor), ceiling, plan_path, min_change
         self._from_time: float | None = None
-        self.replanned: dict | None = None
 
     clock = staticmethod(time.time)  # seconds; replaceable in tests
 
@@ -73,7 +72,6 @@ class FitToBudget(L.Callback):
         bar = getattr(trainer.progress_bar_callback, "_train_progress_bar", None)
         if bar is not None:  # the bar counts this epoch's batches: its total follows the new plan
             bar.total = steps - trainer.global_step + bar.n
-        self.replanned = {"from": before, "to": steps, "step_s": step_s, "at_step": trainer.global_step}
         if trainer.is_global_zero:
             print(f"      re-planned at step {trainer.global_step}: steps take {1000 * step_s:.0f} ms here, "
                   f"so {steps} steps (not {before}) end training by the budget", flush=True)
