@@ -15,7 +15,7 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from act.pipeline.ablate import run_ablation
-from common.cli import hydra_main, run_main
+from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("ablate")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from act.bench.data import bench_data
-from common.cli import hydra_main, run_main
+from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("bench/data")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from act.bench.lerobot import bench_lerobot
-from common.cli import hydra_main, run_main
+from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("bench/lerobot")

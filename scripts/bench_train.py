@@ -16,7 +16,7 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from act.bench.train import bench_train
-from common.cli import hydra_main, run_main
+from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("bench/train")

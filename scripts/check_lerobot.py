@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 
 from act.data.lerobot.check import check_lerobot
-from common.cli import run_main
+from act.apps.cli import run_main
 
 if __name__ == "__main__":
     sys.exit(run_main(check_lerobot, sys.argv[1:]))

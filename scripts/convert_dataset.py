@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf
 
-from common.cli import hydra_main, run_main
-from common.errors import InputError
+from act.apps.cli import hydra_main, run_main
+from act.common.errors import InputError
 
 
 def convert_dataset(cfg: DictConfig):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from act.runtime.export import export_checkpoint
-from common.cli import hydra_main, run_main
+from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("export")

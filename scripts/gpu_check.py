@@ -13,7 +13,7 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from act.bench.gpu_check import gpu_check
-from common.cli import hydra_main, run_main
+from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("bench/gpu_check")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from act.data.inspect import inspect_command
-from common.cli import run_main
+from act.apps.cli import run_main
 
 if __name__ == "__main__":
     sys.exit(run_main(inspect_command, sys.argv[1:]))

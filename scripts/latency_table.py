@@ -14,7 +14,7 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from act.eval.latency_table import latency_table
-from common.cli import hydra_main, run_main
+from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("latency_table")

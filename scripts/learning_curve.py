@@ -12,7 +12,7 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from act.pipeline.curve import run_curve
-from common.cli import hydra_main, run_main
+from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("learning_curve")

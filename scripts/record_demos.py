@@ -16,7 +16,7 @@ import hydra
 from omegaconf import DictConfig
 
 from act.data.record import record_demos
-from common.cli import hydra_main, run_main
+from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("record_demos")

@@ -18,7 +18,7 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from act.runtime.deployment import run_realtime
-from common.cli import hydra_main, run_main
+from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("run_realtime")

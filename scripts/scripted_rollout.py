@@ -11,7 +11,7 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from act.eval.expert import scripted_rollouts
-from common.cli import hydra_main, run_main
+from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("scripted_rollout")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 
 from act.pipeline.seeds import run_seeds
-from common.cli import run_main
+from act.apps.cli import run_main
 
 if __name__ == "__main__":
     run_main(run_seeds, sys.argv[1:], interrupted="interrupted: rerun the same command to resume the set")

@@ -19,7 +19,7 @@ from act.data.dataset import ChunkDataset
 from act.data.episodes import EpisodeIndex
 from act.data.record import RecordSettings, record
 from act.data.schema import COMPRESSIONS, list_episode_files, read_episode_info, read_low_dim, write_episode
-from common.io import write_json
+from act.common.io import write_json
 
 
 def rewrite(src: Path, dst: Path, compression: str) -> float:

@@ -16,9 +16,9 @@ import numpy as np
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from common.io import write_json
-from envs import make_env
-from envs.demonstration import DemonstrationRecorder
+from act.common.io import write_json
+from act.envs import make_env
+from act.envs.demonstration import DemonstrationRecorder
 
 
 def time_joint_steps(task: str, targets: np.ndarray, object_poses: np.ndarray, steps: int, **env_kwargs) -> dict:

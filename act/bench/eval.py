@@ -21,8 +21,8 @@ from act.eval.rollout import run_episode
 from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
 from act.training.run import policy_module
-from common.io import write_json
-from envs import make_env
+from act.common.io import write_json
+from act.envs import make_env
 
 
 class HoldPolicy:

@@ -21,8 +21,8 @@ from act.model.checkpoint import load_network
 from act.runtime.precision import resolve_precision
 from act.runtime.export import export
 from act.runtime.predictors import EagerPredictor, load_predictor
-from common.errors import InputError, MissingFileError
-from common.io import write_json
+from act.common.errors import InputError, MissingFileError
+from act.common.io import write_json
 
 
 def time_queries(predictor, inputs: list[tuple[np.ndarray, np.ndarray]], warmup: int) -> tuple[list[float], np.ndarray]:

@@ -32,8 +32,8 @@ import torch
 from omegaconf import DictConfig
 
 from act.runtime.precision import resolve_precision
-from common.errors import RunError
-from common.io import atomic_path, write_json
+from act.common.errors import RunError
+from act.common.io import atomic_path, write_json
 
 ROOT = Path(__file__).resolve().parents[2]
 PRESETS = {  # the two steps timed; the paper's ImageNet weights cannot be fetched on a closed machine

@@ -23,7 +23,7 @@ from act.data.dataset import ChunkDataset
 from act.data.episodes import EpisodeIndex
 from act.data.lerobot.video import psnr
 from act.data.stats import compute_stats
-from common.io import write_json
+from act.common.io import write_json
 
 
 def same_samples(a: Path, b: Path, chunk_size: int, samples: int = 300) -> bool:

@@ -34,7 +34,7 @@ from act.pipeline.timing import StepPhases, query_fn, random_batch, synchronize,
 from act.runtime.device import resolve_device
 from act.runtime.precision import device_type_of, probe_bf16, resolve_precision, slowdown_text
 from act.training.run import policy_module
-from common.io import write_json
+from act.common.io import write_json
 
 MATMUL_SIZE = {"cpu": 2048, "cuda": 8192}  # large enough to reach the device's peak, small enough to time fast
 MATMUL_DTYPE = {"32-true": torch.float32, "bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}

@@ -11,9 +11,9 @@ keeps the files that pass the schema check. ``<out>/.convert.json`` marks the fo
 conversion until the last episode is written.
 
 Either way ``out`` must be empty, or an unfinished conversion with the same settings: nothing else
-in it is ever touched. One conversion at a time per ``out``: a second one is refused (``common.lock``),
+in it is ever touched. One conversion at a time per ``out``: a second one is refused (``act.common.lock``),
 since the two would write and delete each other's parts. Ctrl-C stops at the next episode or frame
-(``common.interrupt``), so nothing is left half-written and nothing is printed but the one line.
+(``act.common.interrupt``), so nothing is left half-written and nothing is printed but the one line.
 """
 
 from __future__ import annotations
@@ -37,13 +37,13 @@ from act.data.lerobot import format as fmt
 from act.data.lerobot import stats as lrstats
 from act.data.lerobot import video, writer
 from act.data.schema import EpisodeFormatError, episode_path, list_episode_files, read_episode_info, write_episode
-from common.aloha import FPS
-from common.checks import check_setting
-from common.errors import InputError
-from common.interrupt import stop_point, stop_points
-from common.io import write_json
-from common.lock import LOCK_NAME, folder_lock
-from common.progress import EpisodeBar
+from act.common.aloha import FPS
+from act.common.checks import check_setting
+from act.common.errors import InputError
+from act.common.interrupt import stop_point, stop_points
+from act.common.io import write_json
+from act.common.lock import LOCK_NAME, folder_lock
+from act.common.progress import EpisodeBar
 
 TARGETS = ("lerobot", "act_hdf5")
 IMAGE_MODES = ("video", "image")

@@ -12,9 +12,9 @@ from act.data.dataset import ChunkDataset, StepSampler, split_episodes
 from act.data.episodes import FORMATS, EpisodeIndex
 from act.data.stats import load_or_compute_stats
 from act.data.values import check_values
-from common.checks import check_setting
-from common.errors import InputError
-from common.pool import threads_per_worker
+from act.common.checks import check_setting
+from act.common.errors import InputError
+from act.common.pool import threads_per_worker
 
 
 MAX_AUTO_WORKERS = 8  # enough to keep a GPU fed with 480x640 frames read from HDF5

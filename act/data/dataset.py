@@ -10,7 +10,7 @@ import torch
 from torch.utils.data import Dataset
 
 from act.data.episodes import EpisodeIndex
-from common.errors import InputError
+from act.common.errors import InputError
 
 
 class ChunkDataset(Dataset):

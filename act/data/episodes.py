@@ -9,8 +9,8 @@ from typing import Sequence
 import numpy as np
 
 from act.data.schema import EpisodeInfo, list_episode_files
-from common.checks import check_setting
-from common.errors import InputError
+from act.common.checks import check_setting
+from act.common.errors import InputError
 
 FORMATS = ("auto", "act_hdf5", "lerobot")
 LEROBOT_INFO = Path("meta") / "info.json"  # the file that marks a LeRobot folder (lerobot/format.py)

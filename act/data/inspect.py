@@ -11,8 +11,8 @@ import numpy as np
 from act.data.episodes import DatasetError, EpisodeIndex, detect_format
 from act.data.schema import EpisodeFormatError, list_episode_files, read_episode_info, read_frame, read_low_dim
 from act.data.values import value_problems
-from common.aloha import JOINT_NAMES
-from common.video import tile, write_mp4
+from act.common.aloha import JOINT_NAMES
+from act.common.video import tile, write_mp4
 
 
 def summary(folder: Path | str) -> tuple[list[dict], dict]:

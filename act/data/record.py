@@ -4,7 +4,7 @@ Resumable and crash-safe: each episode is written to a temporary file and rename
 so ``episode_*.hdf5`` files are always complete; a rerun keeps the valid ones and records the
 rest. Seeds are tried in order and episodes numbered in seed order, so a fresh run with the
 same settings gives the same dataset whatever the number of workers. One recording at a time
-per folder: a second one into it is refused (``common.lock``), since it would delete the first
+per folder: a second one into it is refused (``act.common.lock``), since it would delete the first
 one's pending episodes as leftovers.
 """
 
@@ -28,17 +28,17 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from act.data.schema import (COMPRESSIONS, EpisodeFormatError, episode_path, list_episode_files,
                              read_episode_info, write_episode)
-from common.checks import check_choice, check_setting
-from common.errors import InputError, RunError
-from common.io import unwritable_reason, write_json
-from common.lock import folder_lock
-from common.pool import worker_pool
-from common.progress import EpisodeBar
-from envs.constants import FPS, RENDER_QUALITIES, TASKS
-from envs.demonstration import DemonstrationRecorder
-from envs.experts import ScriptedSettings
-from envs.factory import validate_cameras, validate_image_size
-from envs.human_like import HumanLikeSettings
+from act.common.checks import check_choice, check_setting
+from act.common.errors import InputError, RunError
+from act.common.io import unwritable_reason, write_json
+from act.common.lock import folder_lock
+from act.common.pool import worker_pool
+from act.common.progress import EpisodeBar
+from act.envs.constants import FPS, RENDER_QUALITIES, TASKS
+from act.envs.demonstration import DemonstrationRecorder
+from act.envs.experts import ScriptedSettings
+from act.envs.factory import validate_cameras, validate_image_size
+from act.envs.human_like import HumanLikeSettings
 
 log = logging.getLogger(__name__)
 PENDING_SUFFIX = ".pending.hdf5"

@@ -27,9 +27,9 @@ from typing import Mapping
 import h5py
 import numpy as np
 
-from common.checks import check_choice
-from common.errors import InputError
-from common.io import atomic_path
+from act.common.checks import check_choice
+from act.common.errors import InputError
+from act.common.io import atomic_path
 
 QPOS = "observations/qpos"
 QVEL = "observations/qvel"

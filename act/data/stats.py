@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from act.data.episodes import EpisodeIndex
-from common.io import write_json
+from act.common.io import write_json
 
 STATS_FILE = "dataset_stats.json"
 MIN_STD = 1e-2  # as in the paper's code: a near-constant dimension (a closed gripper) is not blown up

@@ -6,7 +6,7 @@ normalisation statistics and the run. Each episode's ``qpos`` and ``action`` mus
 
 - the dataset's own statistics, where it stores them (LeRobot's ``meta/stats.json`` min..max, the
   numbers LeRobot normalises with), widened by their span: data and statistics written together agree;
-- the ALOHA's joint ranges (``common.aloha``) widened by one full turn, for the 14 numbers of the ALOHA
+- the ALOHA's joint ranges (``act.common.aloha``) widened by one full turn, for the 14 numbers of the ALOHA
   layout: no arm reports a joint a turn past its limits, nor a gripper opening of 7.
 
 NaN and inf fail both. The check reads the low-dim arrays only (training reads them anyway), not one image.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from act.data.episodes import DatasetError, EpisodeIndex
-from common.aloha import JOINT_LOWER, JOINT_UPPER, STATE_DIM, joint_name
+from act.common.aloha import JOINT_LOWER, JOINT_UPPER, STATE_DIM, joint_name
 
 TURN = 2 * math.pi  # rad: how far past its range a joint reading is still taken as a joint reading
 MIN_SLACK = 1e-3  # room around stored statistics of a dimension that never moved (a gripper held closed)

@@ -12,10 +12,10 @@ from typing import Sequence
 import dm_env
 import numpy as np
 
-from common.checks import check_choice
-from common.errors import InputError
-from envs import make_env
-from envs.constants import EPISODE_LEN
+from act.common.checks import check_choice
+from act.common.errors import InputError
+from act.envs import make_env
+from act.envs.constants import EPISODE_LEN
 
 BACKENDS = ("native", "gym_aloha")
 GYM_IDS = {"transfer_cube": "gym_aloha/AlohaTransferCube-v0", "insertion": "gym_aloha/AlohaInsertion-v0"}

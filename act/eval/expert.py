@@ -12,12 +12,12 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from act.data.record import expert_from_cfg
-from common.errors import InputError
-from common.io import write_json
-from common.metrics import summarize
-from common.video import tile, write_mp4
-from envs.constants import FPS, MAX_REWARD
-from envs.demonstration import DemonstrationRecorder
+from act.common.errors import InputError
+from act.common.io import write_json
+from act.common.metrics import summarize
+from act.common.video import tile, write_mp4
+from act.envs.constants import FPS, MAX_REWARD
+from act.envs.demonstration import DemonstrationRecorder
 
 
 class ScriptedReplayPolicy:
@@ -26,7 +26,7 @@ class ScriptedReplayPolicy:
 
     Args:
         task: 'transfer_cube' or 'insertion'.
-        expert: the expert's settings (envs/experts.py, envs/human_like.py); its own random draws
+        expert: the expert's settings (act/envs/experts.py, act/envs/human_like.py); its own random draws
             (timing, paths, meeting place) use seed 0 in every episode.
     """
 

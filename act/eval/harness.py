@@ -25,12 +25,12 @@ from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
 from act.runtime.precision import resolve_precision
 from act.runtime.predictors import artifact_format, policy_device
-from common.checks import check_setting
-from common.errors import InputError, MissingFileError
-from common.io import write_json
-from common.progress import EpisodeBar
-from envs.constants import CAMERAS, TASKS
-from envs.factory import validate_image_size
+from act.common.checks import check_setting
+from act.common.errors import InputError, MissingFileError
+from act.common.io import write_json
+from act.common.progress import EpisodeBar
+from act.envs.constants import CAMERAS, TASKS
+from act.envs.factory import validate_image_size
 
 log = logging.getLogger(__name__)
 

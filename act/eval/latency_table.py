@@ -16,8 +16,8 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from act.eval.harness import build_spec, evaluate_with_bar
-from common.errors import InputError
-from common.io import atomic_path, write_json
+from act.common.errors import InputError
+from act.common.io import atomic_path, write_json
 
 
 def cell_config(cfg: DictConfig, mode: dict, latency_ms: float, out: Path) -> DictConfig:

@@ -18,11 +18,11 @@ import numpy as np
 
 from act.eval.backends import make_eval_env
 from act.eval.protocol import BatchPolicy, OneEpisode, Policy
-from common.errors import InputError
-from common.metrics import summarize
-from common.pool import worker_pool
-from common.video import overlay_text, write_mp4
-from envs.constants import DT, FPS, MAX_REWARD
+from act.common.errors import InputError
+from act.common.metrics import summarize
+from act.common.pool import worker_pool
+from act.common.video import overlay_text, write_mp4
+from act.envs.constants import DT, FPS, MAX_REWARD
 
 TICK_MS = 1000.0 * DT  # the 50 Hz control period
 

@@ -21,7 +21,7 @@ from act.model.backbone import ResNetBackbone, feature_hw
 from act.model.loss import reparameterize
 from act.model.position_encoding import SinePositionEmbedding2d, sinusoid_table
 from act.model.transformer import TransformerDecoder, TransformerEncoder
-from common.errors import InputError
+from act.common.errors import InputError
 
 NUM_EXTRA_TOKENS = 2  # latent token and joint-state token, ahead of the image tokens
 

@@ -24,8 +24,8 @@ import torch.nn.functional as F
 import torchvision
 from torch import nn
 
-from common.checks import check_choice
-from common.errors import InputError, MissingFileError, RunError
+from act.common.checks import check_choice
+from act.common.errors import InputError, MissingFileError, RunError
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ import torch
 
 from act.model.act import ACTConfig
 from act.model.normalized import NormalizedACT
-from common.checks import check_choice
-from common.errors import InputError
+from act.common.checks import check_choice
+from act.common.errors import InputError
 
 CHECKPOINT_HINT = "give a .ckpt file written by scripts/train.py (e.g. <run>/checkpoints/last.ckpt)"
 NET_PREFIX = "net."

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from common.errors import InputError
+from act.common.errors import InputError
 
 _INT16_MIN = -(2 ** 15)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from common.errors import InputError
+from act.common.errors import InputError
 
 
 def kl_divergence(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from act.model.act import ACT, ACTConfig
-from common.errors import InputError
+from act.common.errors import InputError
 
 # torchvision's ImageNet statistics: the backbone expects them even with random init.
 IMAGENET_MEAN = (0.485, 0.456, 0.406)

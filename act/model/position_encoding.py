@@ -16,7 +16,7 @@ import math
 import torch
 from torch import nn
 
-from common.errors import InputError
+from act.common.errors import InputError
 
 
 def pair_frequencies(num_channels: int, temperature: float = 10000.0) -> torch.Tensor:

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from act.model.dropout import Dropout, dropout
-from common.errors import InputError
+from act.common.errors import InputError
 
 
 def with_pos(x: torch.Tensor, pos: torch.Tensor | None) -> torch.Tensor:

@@ -28,9 +28,9 @@ from act.pipeline.ablation_table import markdown, tabulate
 from act.pipeline.plot import plot_ablation
 from act.pipeline.seeds import ROOT, run_demo
 from act.training.resume import checkpoint_step
-from common.errors import InputError, MissingFileError
-from common.hydra_errors import describe
-from common.io import atomic_path, write_json
+from act.common.errors import InputError, MissingFileError
+from act.apps.hydra_errors import describe
+from act.common.io import atomic_path, write_json
 
 FOLDER_NAME = re.compile(r"[A-Za-z0-9_.+-]+")  # dataset, line and variant names become folders
 # Set by the ablation for each run: an override of them in a list would be silently replaced.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from act.pipeline.demo import explicit_overrides
-from common.metrics import wilson_interval
+from act.common.metrics import wilson_interval
 
 if TYPE_CHECKING:  # act.pipeline.ablate imports this module
     from act.pipeline.ablate import AblationSettings, Run

@@ -25,7 +25,7 @@ from act.runtime.device import trainer_device
 from act.runtime.precision import resolve_precision
 from act.training.run import ConfigError, build_probe_module, check_dataset_folder, is_rank_zero, train
 from act.training.marks import mark_name
-from common.io import write_json
+from act.common.io import write_json
 
 TUNING_SEED = 200000  # recipe choices are scored here, never on the held-out 100000..
 

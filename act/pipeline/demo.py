@@ -33,11 +33,11 @@ from act.runtime.execution import ExecutionConfig
 from act.runtime.precision import device_type_of, resolve_precision
 from act.training.resume import checkpoint_step, resume_checkpoint
 from act.training.run import ConfigError, build_probe_module, is_rank_zero, train
-from common.checks import check_setting
-from common.io import write_json
-from common.video import filmstrip
-from envs import make_env
-from envs.constants import EPISODE_LEN
+from act.common.checks import check_setting
+from act.common.io import write_json
+from act.common.video import filmstrip
+from act.envs import make_env
+from act.envs.constants import EPISODE_LEN
 
 DEMO_KEYS = ("dir", "num_demos", "demo_seed", "record_workers", "checkpoint", "eval")
 FIT_FROM_STEP, FIT_AT_STEP = 100, 400  # the real steps timed to correct the plan (at most; fewer in short runs)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from common.errors import MissingFileError
-from common.io import atomic_path
+from act.common.errors import MissingFileError
+from act.common.io import atomic_path
 
 
 def read_csv_metrics(path: str | Path, keys: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -13,8 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from common.errors import InputError, RunError
-from common.io import write_json
+from act.common.errors import InputError, RunError
+from act.common.io import write_json
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: scripts/demo.py runs each seed
 

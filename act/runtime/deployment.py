@@ -22,10 +22,10 @@ from act.runtime.realtime import Inference, run_episode, summarize_realtime
 from act.runtime.recording import EpisodeRecording
 from act.runtime.robot import AlohaRobot, SimRobot
 from act.runtime.safety import SafetyLimits
-from common.aloha import FPS
-from common.checks import check_setting
-from common.errors import InputError, MissingFileError, RunStopped
-from common.io import unwritable_reason, write_json
+from act.common.aloha import FPS
+from act.common.checks import check_setting
+from act.common.errors import InputError, MissingFileError, RunStopped
+from act.common.io import unwritable_reason, write_json
 
 ROBOTS = ("sim", "aloha")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from common.errors import InputError
+from act.common.errors import InputError
 
 DEVICE_CHOICES = "auto, cpu, cuda or cuda:<index>"
 

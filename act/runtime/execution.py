@@ -21,8 +21,8 @@ from typing import Mapping
 from act.runtime.plan import BLENDS
 from act.runtime.precision import PRECISIONS
 from act.runtime.scheduler import ChunkScheduler
-from common.checks import check_setting
-from common.errors import InputError
+from act.common.checks import check_setting
+from act.common.errors import InputError
 
 
 def _check_count(key: str, value, least: int, nullable: bool = True) -> None:

@@ -26,9 +26,9 @@ import torch
 
 from act.model.checkpoint import load_network
 from act.runtime.predictors import META_FILE, EagerPredictor, load_predictor
-from common.checks import check_choice, check_setting
-from common.errors import InputError, MissingFileError
-from common.io import atomic_path, unwritable_reason
+from act.common.checks import check_choice, check_setting
+from act.common.errors import InputError, MissingFileError
+from act.common.io import atomic_path, unwritable_reason
 
 if TYPE_CHECKING:  # only a type here: a robot computer needs no Hydra or OmegaConf
     from omegaconf import DictConfig

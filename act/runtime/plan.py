@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from common.checks import check_choice
-from common.errors import InputError
+from act.common.checks import check_choice
+from act.common.errors import InputError
 
 BLENDS = ("replace", "ensemble", "crossfade")
 ENSEMBLE_COEFF = 0.01  # m of the ACT paper's temporal ensemble, as its public code sets it

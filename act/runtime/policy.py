@@ -27,7 +27,7 @@ from act.runtime.plan import ActionPlan
 from act.runtime.predictors import EagerPredictor, artifact_format, load_predictor
 from act.runtime.execution import ExecutionConfig
 from act.runtime.scheduler import ChunkScheduler
-from common.errors import InputError, MissingFileError
+from act.common.errors import InputError, MissingFileError
 
 
 class TemporalEnsembler:

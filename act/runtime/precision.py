@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import torch
 
-from common.checks import check_choice
-from common.errors import InputError
+from act.common.checks import check_choice
+from act.common.errors import InputError
 
 log = logging.getLogger(__name__)
 

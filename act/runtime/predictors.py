@@ -22,7 +22,7 @@ import torch
 
 from act.runtime.device import resolve_device
 from act.runtime.precision import autocast, resolve_precision
-from common.errors import InputError, MissingFileError
+from act.common.errors import InputError, MissingFileError
 
 META_FILE = "act_meta.json"  # the TorchScript extra file / ONNX metadata key holding the metadata
 FORMATS = {".ckpt": "checkpoint", ".pt": "torchscript", ".onnx": "onnx"}

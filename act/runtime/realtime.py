@@ -29,8 +29,8 @@ import numpy as np
 
 from act.runtime.safety import CLIPPED, REFUSED, SafetyLimits, SafetyStop, StaleInputs
 from act.runtime.scheduler import ChunkScheduler
-from common.aloha import joint_name
-from common.errors import InputError
+from act.common.aloha import joint_name
+from act.common.errors import InputError
 
 if TYPE_CHECKING:  # recording needs h5py, which running a policy does not
     from act.runtime.recording import EpisodeRecording

@@ -16,7 +16,7 @@ from typing import Mapping
 import numpy as np
 
 from act.data.schema import HELD, TICK, write_episode
-from common.errors import InputError
+from act.common.errors import InputError
 
 
 class EpisodeRecording:

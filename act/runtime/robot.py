@@ -16,8 +16,8 @@ from typing import Mapping, Protocol, Sequence
 import numpy as np
 
 from act.runtime.safety import describe
-from common.aloha import STATE_DIM
-from common.errors import InputError
+from act.common.aloha import STATE_DIM
+from act.common.errors import InputError
 
 
 class Robot(Protocol):

@@ -9,7 +9,7 @@ last safe command). A command with NaN or inf is always refused: there is no nea
 ``StaleInputs`` watches the observations: a camera whose frame, or a qpos that, stays identical
 for more than ``stale_ticks`` ticks, or an observation whose ``timestamp`` is older than
 ``stale_ms``, is reported once per episode (a frozen camera or a dead joint bus look exactly like
-this). The defaults are ALOHA's (``common.aloha``); docs/deployment_safety.md explains each.
+this). The defaults are ALOHA's (``act.common.aloha``); docs/deployment_safety.md explains each.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from common.aloha import JOINT_LOWER, JOINT_UPPER, MAX_DELTA, joint_name
-from common.checks import check_setting
-from common.errors import InputError
+from act.common.aloha import JOINT_LOWER, JOINT_UPPER, MAX_DELTA, joint_name
+from act.common.checks import check_setting
+from act.common.errors import InputError
 
 MODES = ("clip", "stop")
 OK, CLIPPED, REFUSED = "ok", "clipped", "refused"
@@ -53,9 +53,9 @@ class SafetyLimits:
     Attributes:
         mode: ``clip`` (clip and count) or ``stop`` (refuse: the episode ends holding the last safe command).
         lower, upper: joint-position limits, ``dim`` numbers each (rad; grippers normalised 0..1);
-            None: ALOHA's (``common.aloha.JOINT_LOWER`` / ``JOINT_UPPER``, from the vx300s MJCF).
+            None: ALOHA's (``act.common.aloha.JOINT_LOWER`` / ``JOINT_UPPER``, from the vx300s MJCF).
         max_delta: the largest change of a command from one tick to the next, one number or ``dim``
-            (inf: no limit); None: ALOHA's default (``common.aloha.MAX_DELTA``, measured on scripted demos).
+            (inf: no limit); None: ALOHA's default (``act.common.aloha.MAX_DELTA``, measured on scripted demos).
         watchdog_ticks: ticks in a row without a fresh planned action before the hold is reported.
         stale_ticks: ticks in a row a camera frame or the qpos may stay identical before a warning.
         stale_ms: the age of an observation's ``timestamp`` (s, ``time.time()``) that gets a

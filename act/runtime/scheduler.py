@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from act.runtime.plan import ENSEMBLE_COEFF, ActionPlan
-from common.errors import InputError
+from act.common.errors import InputError
 
 
 class ChunkScheduler:

@@ -21,8 +21,8 @@ from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
-from common.errors import InputError, RunError
-from common.io import atomic_path
+from act.common.errors import InputError, RunError
+from act.common.io import atomic_path
 
 
 class CheckpointSaveError(RunError):

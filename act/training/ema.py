@@ -15,7 +15,7 @@ import copy
 import torch
 from torch import nn
 
-from common.errors import InputError
+from act.common.errors import InputError
 
 
 def ema_decay_at(decay: float, step: int) -> float:

@@ -13,9 +13,9 @@ from act.eval.backends import make_eval_env
 from act.eval.rollout import run_episode
 from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
-from common.errors import InputError, RunError
-from common.metrics import summarize
-from envs.constants import MAX_REWARD
+from act.common.errors import InputError, RunError
+from act.common.metrics import summarize
+from act.envs.constants import MAX_REWARD
 
 log = logging.getLogger(__name__)
 METRICS = ("eval/success_rate", "eval/mean_return", *[f"eval/stage_rate_{k}" for k in range(1, 5)])

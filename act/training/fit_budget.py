@@ -21,8 +21,8 @@ from pathlib import Path
 
 import lightning as L
 
-from common.errors import InputError
-from common.io import write_json
+from act.common.errors import InputError
+from act.common.io import write_json
 
 
 class FitToBudget(L.Callback):

@@ -14,8 +14,8 @@ from typing import Sequence
 import lightning as L
 
 from act.pipeline.budget import TRAINER_OVERHEAD
-from common.errors import InputError
-from common.io import write_json
+from act.common.errors import InputError
+from act.common.io import write_json
 
 
 def mark_name(minute: float) -> str:

@@ -21,8 +21,8 @@ from act.model.loss import act_loss
 from act.model.normalized import NormalizedACT
 from act.training.augment import augment
 from act.training.ema import EMA
-from common.checks import check_choice
-from common.errors import InputError
+from act.common.checks import check_choice
+from act.common.errors import InputError
 
 LR_SCHEDULES = ("constant", "cosine")
 

@@ -25,10 +25,10 @@ from act.model.checkpoint import CheckpointError, read_checkpoint
 from act.runtime.device import trainer_device
 from act.runtime.precision import resolve_precision
 from act.training.resume import resume_checkpoint
-from common.errors import InputError
-from common.io import unwritable_reason
-from common.lock import folder_lock
-from envs.constants import TASKS
+from act.common.errors import InputError
+from act.common.io import unwritable_reason
+from act.common.lock import folder_lock
+from act.envs.constants import TASKS
 
 log = logging.getLogger(__name__)
 
@@ -289,7 +289,7 @@ def train(cfg: DictConfig) -> dict:
     """Check the config, build everything, fit; return the final metrics (floats).
 
     The run folder is locked (``<out_dir>/.lock``) from before resuming until the end: a second run
-    into it is refused (``common.lock.FolderInUseError``). Under DDP rank zero holds it for all ranks.
+    into it is refused (``act.common.lock.FolderInUseError``). Under DDP rank zero holds it for all ranks.
     """
     L.seed_everything(cfg.seed, workers=True)
     dm = build_datamodule(cfg)

@@ -13,9 +13,9 @@ import sys
 import pytest
 from hydra import compose, initialize_config_dir
 
-from common.cli import run_main
-from common.errors import InputError, RunStopped
-from common.hydra_errors import describe
+from act.apps.cli import run_main
+from act.common.errors import InputError, RunStopped
+from act.apps.hydra_errors import describe
 from helpers import CONFIGS, ROOT, tiny_overrides
 
 

@@ -12,7 +12,7 @@ from omegaconf import open_dict
 import act.pipeline.ablate as ablate
 import act.pipeline.ablation_table as ablation_table
 import act.pipeline.demo as demo_pipeline
-from common.errors import InputError, MissingFileError
+from act.common.errors import InputError, MissingFileError
 from helpers import CONFIGS, tiny_overrides
 
 PNG = b"\x89PNG\r\n\x1a\n"

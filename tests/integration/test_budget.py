@@ -7,7 +7,7 @@ import pytest
 from act.pipeline.budget import TRAINER_OVERHEAD, estimate_evaluation, estimate_training
 from act.training.module import ACTLitModule
 from act.pipeline.timing import random_batch, time_calls, training_step_fn
-from envs import make_env
+from act.envs import make_env
 
 TINY = {"chunk_size": 8, "hidden_dim": 32, "ff_dim": 64, "heads": 2, "enc_layers": 1, "vae_enc_layers": 1}
 

@@ -16,12 +16,12 @@ import pytest
 
 from act.data.record import RecordSettings, record
 from act.training.run import train
-from common.lock import LOCK_NAME, FolderInUseError, folder_lock
+from act.common.lock import LOCK_NAME, FolderInUseError, folder_lock
 from helpers import ROOT, make_cfg, tiny_overrides
 
 HOLD = """
 import sys, time
-from common.lock import folder_lock
+from act.common.lock import folder_lock
 with folder_lock(sys.argv[1], sys.argv[2], "wait"):
     print("held", flush=True)
     time.sleep(120)
@@ -92,12 +92,12 @@ def test_a_lock_left_by_a_killed_writer_is_taken_over_and_said(tmp_path, holder,
     first = holder(folder, "a recording")
     first.send_signal(signal.SIGKILL)  # no clean-up runs: the lock file still names it
     first.wait()
-    with caplog.at_level(logging.WARNING, logger="common.lock"), folder_lock(folder, "a training run", "x"):
+    with caplog.at_level(logging.WARNING, logger="act.common.lock"), folder_lock(folder, "a training run", "x"):
         assert str(os.getpid()) in (folder / LOCK_NAME).read_text()
     assert re.search(rf"{folder / LOCK_NAME}: a recording \(pid {first.pid} on .* since .*\) is gone; taking the "
                      "folder over", caplog.text), caplog.text
     assert not (folder / LOCK_NAME).exists()  # released cleanly: removed
-    with caplog.at_level(logging.WARNING, logger="common.lock"), folder_lock(folder, "a training run", "x"):
+    with caplog.at_level(logging.WARNING, logger="act.common.lock"), folder_lock(folder, "a training run", "x"):
         pass
     assert caplog.text.count("is gone") == 1
 
@@ -106,7 +106,7 @@ def test_a_lock_left_on_another_machine_is_taken_over_with_a_caution(tmp_path, c
     # On a shared folder whose filesystem keeps flock per machine, "gone" may only mean "not here".
     (tmp_path / LOCK_NAME).write_text('{"writer": "a recording", "pid": 7, "host": "other-pc", "since": "2025-01-31 '
                                       '10:02:03"}\n')
-    with caplog.at_level(logging.WARNING, logger="common.lock"), folder_lock(tmp_path, "a recording", "x"):
+    with caplog.at_level(logging.WARNING, logger="act.common.lock"), folder_lock(tmp_path, "a recording", "x"):
         pass
     assert "a recording (pid 7 on other-pc since 2025-01-31 10:02:03) is gone; taking the folder over; if it still " \
            "runs there, stop one of the two: this filesystem's locks may not reach across machines" in caplog.text

@@ -13,7 +13,7 @@ import pytest
 from act.runtime.policy import ACTPolicy
 from act.runtime.realtime import TICK_S, Inference, run_episode, summarize_realtime
 from act.runtime.robot import AlohaRobot, SimRobot
-from envs import make_env
+from act.envs import make_env
 from helpers import IMAGE, FakeClock, TimedInference
 
 ALOHA_CAMERAS = ("cam_high", "cam_low", "cam_left_wrist", "cam_right_wrist")

@@ -16,8 +16,8 @@ from act.data.inspect import summary as inspect_summary
 from act.data.record import RecordSettings, describe, record, record_with_bar, settings_from_cfg
 from act.data.schema import list_episode_files, write_episode
 from act.eval.expert import scripted_rollouts
-from envs.experts import ScriptedSettings
-from envs.human_like import HumanLikeSettings
+from act.envs.experts import ScriptedSettings
+from act.envs.human_like import HumanLikeSettings
 from helpers import CONFIGS
 
 

@@ -254,7 +254,7 @@ def test_train_script_reports_divergence_as_one_error_line(run_script, demos, tm
 
 def test_demo_reports_divergence_as_one_error_line(demos, tmp_path, capsys):
     from act.pipeline.demo import run
-    from common.cli import run_main
+    from act.apps.cli import run_main
     from helpers import demo_overrides
 
     data = tmp_path / "data"

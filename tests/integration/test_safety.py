@@ -28,8 +28,8 @@ from act.runtime.realtime import run_episode
 from act.runtime.recording import EpisodeRecording
 from act.runtime.robot import check_action
 from act.runtime.safety import CLIPPED, OK, REFUSED, SafetyLimits
-from common.aloha import ARM_JOINT_RANGES, ARM_JOINTS, GRIPPER_MAX_DELTA, JOINT_LOWER, JOINT_UPPER, MAX_DELTA
-from common.errors import InputError
+from act.common.aloha import ARM_JOINT_RANGES, ARM_JOINTS, GRIPPER_MAX_DELTA, JOINT_LOWER, JOINT_UPPER, MAX_DELTA
+from act.common.errors import InputError
 from helpers import IMAGE, FakeClock, TimedInference
 
 START = np.array([0.0, -0.96, 1.16, 0.0, -0.3, 0.0, 0.5] * 2)  # both arms in ALOHA's start pose, grippers half open
@@ -166,7 +166,7 @@ def test_aloha_joint_limits_match_the_installed_mjcf():
 def test_default_max_delta_never_limits_a_scripted_demonstration():
     """The default rate limit is twice the largest per-tick change of the scripted experts (both
     tasks, both arms, the first command from the start qpos): demonstrations pass untouched."""
-    from envs.demonstration import DemonstrationRecorder
+    from act.envs.demonstration import DemonstrationRecorder
 
     rate_only = SafetyLimits(lower=-np.inf, upper=np.inf)
     largest = np.zeros(14)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import act.pipeline.seeds as seeds_script
-from common.cli import run_main
+from act.apps.cli import run_main
 from helpers import ROOT, demo_overrides
 
 

@@ -1,4 +1,4 @@
-"""The torch-free helpers in common/: success-rate intervals, stage rates, videos, atomic writes, Ctrl-C."""
+"""The torch-free helpers in act/common/: success-rate intervals, stage rates, videos, atomic writes, Ctrl-C."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import imageio.v2 as imageio
 import numpy as np
 import pytest
 
-from common.interrupt import stop_point, stop_points
-from common.io import write_json
-from common.metrics import summarize, wilson_interval
-from common.video import write_mp4
+from act.common.interrupt import stop_point, stop_points
+from act.common.io import write_json
+from act.common.metrics import summarize, wilson_interval
+from act.common.video import write_mp4
 
 
 def test_wilson_interval_known_values():

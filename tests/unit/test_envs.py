@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs import CAMERAS, MODES, TASKS, make_env
-from envs.constants import INIT_MOCAP_POS_LEFT, INIT_MOCAP_POS_RIGHT, START_ARM_POSE
-from envs.task import weld_target_pose
+from act.envs import CAMERAS, MODES, TASKS, make_env
+from act.envs.constants import INIT_MOCAP_POS_LEFT, INIT_MOCAP_POS_RIGHT, START_ARM_POSE
+from act.envs.task import weld_target_pose
 
 SMALL = (48, 64)
 
@@ -194,7 +194,7 @@ def test_torch_stack_imports_after_rendering():
     import subprocess
     import sys
 
-    code = ("from envs import make_env\n"
+    code = ("from act.envs import make_env\n"
             "env = make_env('transfer_cube', cameras=['top'], image_size=(16, 16))\n"
             "env.reset(seed=0)\n"
             "import torchvision, lightning\n"

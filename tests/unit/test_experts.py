@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs import TASKS
-from envs.constants import MAX_REWARD
-from envs.demonstration import DemonstrationRecorder
-from envs.experts import (ScriptedSettings, Waypoint, interpolate, make_expert, quat_from_axis_angle, quat_mul,
+from act.envs import TASKS
+from act.envs.constants import MAX_REWARD
+from act.envs.demonstration import DemonstrationRecorder
+from act.envs.experts import (ScriptedSettings, Waypoint, interpolate, make_expert, quat_from_axis_angle, quat_mul,
                           quat_rotate)
 
 

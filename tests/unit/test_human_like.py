@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs import TASKS, make_env
-from envs.constants import EPISODE_LEN
-from envs.demonstration import DemonstrationRecorder
-from envs.experts import ScriptedSettings, make_expert
-from envs.human_like import HumanLikeSettings, Timing, draw_timing
+from act.envs import TASKS, make_env
+from act.envs.constants import EPISODE_LEN
+from act.envs.demonstration import DemonstrationRecorder
+from act.envs.experts import ScriptedSettings, make_expert
+from act.envs.human_like import HumanLikeSettings, Timing, draw_timing
 
 STILL = 10  # ticks: a run of identical commands this long before the task ends is a pause
 CALM = HumanLikeSettings(meeting_points=1, noise=0.0, speed=0.0, pauses=0, tremor=0.0, approach=0.0,

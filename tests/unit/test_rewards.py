@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs import make_env
-from envs.constants import LEFT_FINGER, RIGHT_FINGER
-from envs.insertion import InsertionTask
-from envs.transfer_cube import TransferCubeTask
+from act.envs import make_env
+from act.envs.constants import LEFT_FINGER, RIGHT_FINGER
+from act.envs.insertion import InsertionTask
+from act.envs.transfer_cube import TransferCubeTask
 
 
 def _touching(*pairs):

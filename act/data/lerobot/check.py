@@ -32,8 +32,8 @@ from act.data.episodes import EpisodeIndex
 from act.data.lerobot.video import psnr
 from act.data.schema import list_episode_files
 from act.data.stats import compute_stats
-from common.errors import InputError
-from common.io import write_json
+from act.common.errors import InputError
+from act.common.io import write_json
 
 ROOT = Path(__file__).resolve().parents[3]  # the repository: scripts/train.py trains on LeRobot's dataset
 JUDGE = Path(__file__).with_name("judge.py")  # run by LeRobot's own Python

@@ -12,7 +12,7 @@ As LeRobot 0.6.1 writes and reads it (``lerobot/datasets/utils.py``, ``dataset_m
 File ``n`` of a kind lives in chunk ``n // chunks_size`` as file ``n % chunks_size``. An episode's
 frame ``t`` of a video camera is the one shown at ``from_timestamp + t / fps`` in its file.
 
-ALOHA's 14 numbers are ``[left 6 joints, left gripper, right 6 joints, right gripper]`` (``common.aloha``):
+ALOHA's 14 numbers are ``[left 6 joints, left gripper, right 6 joints, right gripper]`` (``act.common.aloha``):
 the names below say so, left arm first (openpi's converter labels the same numbers right arm first).
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from act.data.episodes import DatasetError
-from common.aloha import FPS
+from act.common.aloha import FPS
 
 CODEBASE_VERSION = "v3.0"
 CHUNKS_SIZE = 1000  # files per chunk folder

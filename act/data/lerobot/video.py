@@ -18,9 +18,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from common.errors import InputError, RunError
-from common.interrupt import stop_point
-from common.io import atomic_path
+from act.common.errors import InputError, RunError
+from act.common.interrupt import stop_point
+from act.common.io import atomic_path
 
 os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints a banner per encoder otherwise: errors only
 

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from act.data.lerobot.format import (CHUNKS_SIZE, CODEBASE_VERSION, DATA_PATH, EPISODES_PATH, FRAME_COLUMNS,
                                      INFO_PATH, ROBOT_TYPE, STATS_PATH, TASKS_PATH, VIDEO_PATH, chunk_file)
-from common.io import atomic_path, write_json
+from act.common.io import atomic_path, write_json
 
 IMAGE_TYPE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])  # datasets.Image() in Arrow
 PNG_LEVEL = 1  # zlib level of image features: lossless at any level; 1 writes fastest

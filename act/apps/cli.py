@@ -6,7 +6,7 @@
 
 A mistake on the command line is the user's too: an override Hydra cannot apply (a mistyped key, an
 option a group lacks, a line that does not parse) and a ``+`` addition nothing reads print one
-``error:`` line and exit 2, like a bad setting (``common.hydra_errors``). ``HYDRA_FULL_ERROR=1``
+``error:`` line and exit 2, like a bad setting (``act.apps.hydra_errors``). ``HYDRA_FULL_ERROR=1``
 gives Hydra's full report instead.
 """
 
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from common.errors import InputError, UserError
+from act.common.errors import InputError, UserError
 
 # Loggers that attach their own console handler: Hydra's root handler already prints their records.
 OWN_HANDLERS = ("lightning.pytorch", "lightning.fabric", "lightning", "pytorch_lightning")
@@ -76,7 +76,7 @@ def hydra_main(config_name: str) -> Callable[[Callable[[Any], Any]], Callable[[]
             except Exception as err:
                 if "user" not in _entry:  # raised by the job, which Hydra reports as it always did
                     raise
-                from common.hydra_errors import describe
+                from act.apps.hydra_errors import describe
 
                 line = describe(err, config_dir, config_name, [a for a in sys.argv[1:] if not a.startswith("-")])
                 if line is None:
@@ -101,7 +101,7 @@ def _job_started(cfg: Any = None) -> None:
         else:
             os.environ[FULL_ERROR] = user
     if cfg is not None and _entry.get("app"):
-        from common.hydra_errors import unread_additions
+        from act.apps.hydra_errors import unread_additions
 
         why = unread_additions(cfg)
         if why:

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from common.errors import RunError
+from act.common.errors import RunError
 
 LOCK_NAME = ".lock"
 # flock is refused where the filesystem does not offer it: the work goes on, unguarded.

@@ -11,9 +11,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from common.checks import check_choice
-from common.errors import InputError
-from envs.constants import INIT_MOCAP_QUAT
+from act.common.checks import check_choice
+from act.common.errors import InputError
+from act.envs.constants import INIT_MOCAP_QUAT
 
 # Mocap orientation with both grippers level and facing the middle of the table (the welds
 # carry the right arm's 180-degree yaw). Waypoint orientations are built from it.
@@ -273,6 +273,6 @@ class ScriptedSettings:
 
 def make_expert(task: str, settings=ScriptedSettings(), seed: int | None = None):
     """The expert of ``task`` ('transfer_cube' or 'insertion') that ``settings`` describe (``ScriptedSettings``
-    or ``envs.human_like.HumanLikeSettings``), its draws seeded by ``seed``."""
+    or ``act.envs.human_like.HumanLikeSettings``), its draws seeded by ``seed``."""
     check_choice("task", task, EXPERTS)
     return settings.make(task, seed)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from dm_control import mujoco
 
-from common.checks import check_choice
-from common.errors import RunError
-from envs.constants import RENDER_QUALITIES
+from act.common.checks import check_choice
+from act.common.errors import RunError
+from act.envs.constants import RENDER_QUALITIES
 
 # Weld stiffness for the mocap -> gripper_link constraints of the ee scenes (see fix_mocap_welds).
 WELD_SOLREF = (0.01, 1.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Collection
 
-from common.errors import InputError
+from act.common.errors import InputError
 
 
 def check_choice(kind: str, value: Any, valid: Collection, note: str = "") -> None:

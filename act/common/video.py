@@ -7,8 +7,8 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from common.errors import InputError
-from common.io import atomic_path
+from act.common.errors import InputError
+from act.common.io import atomic_path
 
 
 def tile(images: Mapping[str, np.ndarray]) -> np.ndarray:

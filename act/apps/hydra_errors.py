@@ -6,7 +6,7 @@ Hydra reports a mistyped override (``trainer.max_stepz=4``), an option a group l
 one line naming the key and the nearest valid name. ``unread_additions`` refuses a ``+key=...``
 that adds a top-level key the entry point's config does not have, which nothing would read
 (``run_realtime.py +task=insertion`` ran transfer cube: the policy's task comes from its checkpoint).
-Both compose the entry point's own config to know the valid names. See ``common.cli.hydra_main``.
+Both compose the entry point's own config to know the valid names. See ``act.apps.cli.hydra_main``.
 """
 
 from __future__ import annotations

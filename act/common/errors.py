@@ -1,6 +1,6 @@
 """The project's own error types: what a user can cause and fix (a setting, a file, a folder, a run).
 
-Entry points print these as one line (``error: <message>``, exit 2) through ``common.cli.run_main``;
+Entry points print these as one line (``error: <message>``, exit 2) through ``act.apps.cli.run_main``;
 anything else (a plain ``ValueError`` from a programming error) keeps its traceback. Each subclass
 also derives from the built-in type callers already catch (``ValueError``, ``FileNotFoundError``,
 ``RuntimeError``), so ``except ValueError`` around the Python API keeps working.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tqdm import tqdm
 
-from common.errors import InputError
+from act.common.errors import InputError
 
 
 class EpisodeBar:

@@ -16,9 +16,9 @@ from dm_control.rl import control
 from dm_control.suite import base
 from dm_env import specs
 
-from common.checks import check_choice
-from common.errors import InputError, RunError
-from envs.constants import (
+from act.common.checks import check_choice
+from act.common.errors import InputError, RunError
+from act.envs.constants import (
     CAMERAS,
     DT,
     EE_ACTION_DIM,

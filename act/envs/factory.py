@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from common.checks import check_choice
-from common.errors import InputError
-from envs.constants import CAMERAS, EPISODE_LEN, MODES, RENDER_QUALITIES, TASKS
-from envs.insertion import InsertionTask
-from envs.scene import load_physics
-from envs.task import AlohaEnv, BimanualTask
-from envs.transfer_cube import TransferCubeTask
+from act.common.checks import check_choice
+from act.common.errors import InputError
+from act.envs.constants import CAMERAS, EPISODE_LEN, MODES, RENDER_QUALITIES, TASKS
+from act.envs.insertion import InsertionTask
+from act.envs.scene import load_physics
+from act.envs.task import AlohaEnv, BimanualTask
+from act.envs.transfer_cube import TransferCubeTask
 
 TASK_CLASSES: dict[str, type[BimanualTask]] = {"transfer_cube": TransferCubeTask, "insertion": InsertionTask}
 

@@ -14,8 +14,8 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from common.errors import InputError
-from common.io import exit_with_parent
+from act.common.errors import InputError
+from act.common.io import exit_with_parent
 
 
 def threads_per_worker(workers: int) -> int:

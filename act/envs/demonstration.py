@@ -13,9 +13,9 @@ from typing import Sequence
 
 import numpy as np
 
-from envs.constants import MAX_REWARD
-from envs.experts import ScriptedSettings, make_expert
-from envs.factory import make_env
+from act.envs.constants import MAX_REWARD
+from act.envs.experts import ScriptedSettings, make_expert
+from act.envs.factory import make_env
 
 
 @dataclass
@@ -55,7 +55,7 @@ class DemonstrationRecorder:
         image_size: (H, W) of the replay images.
         render_quality: 'paper' or 'fast'.
         expert: the expert's settings: ``ScriptedSettings`` (the default: the paper's expert, no noise) or
-            ``envs.human_like.HumanLikeSettings``.
+            ``act.envs.human_like.HumanLikeSettings``.
     """
 
     def __init__(self, task: str, cameras: Sequence[str] = (), image_size: Sequence[int] = (480, 640),

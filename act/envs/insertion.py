@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.constants import LEFT_FINGER, MAX_REWARD, RIGHT_FINGER
-from envs.task import BimanualTask
+from act.envs.constants import LEFT_FINGER, MAX_REWARD, RIGHT_FINGER
+from act.envs.task import BimanualTask
 
 PEG_X_RANGE = (0.1, 0.2)
 SOCKET_X_RANGE = (-0.2, -0.1)

@@ -22,7 +22,7 @@ def wilson_interval(successes: int, trials: int, z: float = 1.959964) -> tuple[f
 def summarize(max_rewards: Sequence[int], max_reward: int) -> dict:
     """Success rate (max reward == ``max_reward``) with its 95% Wilson interval, and per-stage rates.
 
-    ``max_reward`` is the task's last reward stage (``envs.constants.MAX_REWARD``), passed in because
+    ``max_reward`` is the task's last reward stage (``act.envs.constants.MAX_REWARD``), passed in because
     this package sits below ``envs`` and imports nothing from it. ``stage_rates[str(k)]`` is the share
     of episodes whose max reward reached at least k, for k = 1 .. ``max_reward``.
     """

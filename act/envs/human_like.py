@@ -20,9 +20,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from common.errors import InputError
-from envs.constants import DT, EPISODE_LEN
-from envs.experts import (EXPERTS, ScriptedExpert, Waypoint, blend, check_number, interpolate, jitter, quat_mul,
+from act.common.errors import InputError
+from act.envs.constants import DT, EPISODE_LEN
+from act.envs.experts import (EXPERTS, ScriptedExpert, Waypoint, blend, check_number, interpolate, jitter, quat_mul,
                           quat_rotate)
 
 MAX_MEETING_POINTS = min(len(expert.MEETING_POINTS) for expert in EXPERTS.values())

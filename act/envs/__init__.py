@@ -20,7 +20,7 @@ if importlib.util.find_spec("triton") is not None:
     except Exception:  # noqa: BLE001 - a broken triton only matters to code that needs it
         pass
 
-from envs.constants import CAMERAS, DT, EPISODE_LEN, FPS, MODES, RENDER_QUALITIES, TASKS  # noqa: E402
-from envs.factory import make_env  # noqa: E402
+from act.envs.constants import CAMERAS, DT, EPISODE_LEN, FPS, MODES, RENDER_QUALITIES, TASKS  # noqa: E402
+from act.envs.factory import make_env  # noqa: E402
 
 __all__ = ["CAMERAS", "DT", "EPISODE_LEN", "FPS", "MODES", "RENDER_QUALITIES", "TASKS", "make_env"]

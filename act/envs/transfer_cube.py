@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.constants import LEFT_FINGER, MAX_REWARD, RIGHT_FINGER
-from envs.task import BimanualTask
+from act.envs.constants import LEFT_FINGER, MAX_REWARD, RIGHT_FINGER
+from act.envs.task import BimanualTask
 
 CUBE_X_RANGE = (0.0, 0.2)
 CUBE_Y_RANGE = (0.4, 0.6)
