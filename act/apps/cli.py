@@ -2,7 +2,7 @@
 
     @hydra_main("eval")                      # configs/eval.yaml
     def main(cfg):
-        return run_main(evaluate_from_config, cfg)
+        return run_main(evaluate.main, cfg)
 
 A mistake on the command line is the user's too: an override Hydra cannot apply (a mistyped key, an
 option a group lacks, a line that does not parse) and a ``+`` addition nothing reads print one

@@ -14,7 +14,7 @@ JOINT_NAMES = tuple(f"{side} {joint.replace('_', ' ')}" for side in ("left", "ri
 
 # Joint ranges (rad) of the ViperX 300 s arms: the ``range=`` of each joint in the MJCF shipped with
 # gym-aloha 0.1.5, gym_aloha/assets/vx300s_left.xml and vx300s_right.xml (both arms alike; the
-# position actuators of bimanual_viperx_*.xml use the same ``ctrlrange``). tests/test_safety.py
+# position actuators of bimanual_viperx_*.xml use the same ``ctrlrange``). tests/integration/test_safety.py
 # checks them against the installed files.
 ARM_JOINT_RANGES = {
     "waist": (-3.14158, 3.14158),
@@ -34,7 +34,7 @@ GRIPPER_RANGE = (0.0, 1.0)  # normalised: 0 closed, 1 open
 # command: from the start opening 0.1 to closed). Default: twice that, rounded up to 0.01, so a
 # policy that moves like its demonstrations is never limited. LeRobot's ALOHA config bounds each
 # command the same way (``max_relative_target``, 5 degrees = 0.087 rad, measured from the present
-# position); tests/test_safety.py checks that no demonstration is limited.
+# position); tests/integration/test_safety.py checks that no demonstration is limited.
 ARM_MAX_DELTA = {"waist": 0.04, "shoulder": 0.06, "elbow": 0.06, "forearm_roll": 0.66, "wrist_angle": 0.09,
                  "wrist_rotate": 0.65}
 GRIPPER_MAX_DELTA = 0.2

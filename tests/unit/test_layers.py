@@ -1,0 +1,99 @@
+"""The layer rule (issue 31): the library below ``act/apps`` reads no Hydra config, imports only its own layer or
+the ones beneath it, and names each public thing once; the runtime, which goes onto a robot computer, needs
+neither Lightning nor Hydra."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from helpers import ROOT
+
+ACT = ROOT / "act"
+# Lowest first: a module may import its own layer and the ones before it, never a later one.
+LAYERS = ("common", "envs", "data", "model", "runtime", "eval", "training", "pipeline", "bench", "apps")
+CONFIG_PACKAGES = ("hydra", "omegaconf")
+
+
+def modules() -> dict[str, Path]:
+    """``act.x.y`` -> its file, for every module of the package."""
+    found = {}
+    for path in sorted(ACT.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def imported(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import in ``path``, those inside functions and ``TYPE_CHECKING`` blocks included:
+    a deferred import is still a dependency."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module))
+    return found
+
+
+def layer_of(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[0] == "act" and parts[1] in LAYERS else None
+
+
+def test_every_package_of_act_has_a_layer():
+    packages = {p.name for p in ACT.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert packages == set(LAYERS), f"give these a place in LAYERS: {packages ^ set(LAYERS)}"
+
+
+def test_only_the_apps_read_hydra_configs():
+    offenders = [f"{path.relative_to(ROOT)}:{line} imports {name}"
+                 for module, path in modules().items() if layer_of(module) != LAYERS.index("apps")
+                 for line, name in imported(path) if name.split(".")[0] in CONFIG_PACKAGES]
+    assert not offenders, "hydra/omegaconf below act/apps:\n" + "\n".join(offenders)
+
+
+def test_imports_go_down_the_layers_never_up():
+    offenders = []
+    for module, path in modules().items():
+        own = layer_of(module)
+        for line, name in imported(path):
+            target = layer_of(name)
+            if own is not None and target is not None and target > own:
+                offenders.append(f"{path.relative_to(ROOT)}:{line} ({LAYERS[own]}) imports {name} ({LAYERS[target]})")
+    assert not offenders, "imports from a higher layer:\n" + "\n".join(offenders)
+
+
+def test_each_public_name_is_defined_once_in_the_library():
+    # Two `evaluate`s of different signatures once caused a TypeError (a3571d9). Apps all call theirs `main`.
+    where = defaultdict(list)
+    for module, path in modules().items():
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+                if not (node.name == "main" and layer_of(module) == LAYERS.index("apps")):
+                    where[node.name].append(module)
+    twins = {name: places for name, places in where.items() if len(places) > 1}
+    assert not twins, f"public names defined in more than one module: {twins}"
+
+
+BLOCKER = """
+import importlib, pkgutil, sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("hydra", "omegaconf", "lightning", "pytorch_lightning"):
+            raise ImportError(f"import of {name} halted")
+sys.meta_path.insert(0, Block())
+import act.runtime
+for info in pkgutil.walk_packages(act.runtime.__path__, "act.runtime."):
+    importlib.import_module(info.name)
+print("ok")
+"""
+
+
+def test_the_runtime_imports_without_lightning_or_hydra():
+    # A robot computer runs act/runtime with torch alone (deployment included): issue 31's first finding.
+    proc = subprocess.run([sys.executable, "-c", BLOCKER], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
