@@ -18,7 +18,9 @@ $(STAMP): pyproject.toml
 
 # One pytest worker per core (pytest-xdist), one thread each (tests/conftest.py); idle workers steal
 # queued tests, so the run does not end on one worker's backlog.
+# ruff first (lint, then the formatter's check: seconds), so a style slip fails before the 3-minute run.
 test: install
+	$(PY) -m ruff check --quiet . && $(PY) -m ruff format --check --quiet .
 	$(PY) -m pytest -q -m "not slow" -n auto --dist worksteal
 
 test-slow: install
