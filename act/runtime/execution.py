@@ -20,7 +20,7 @@ from typing import Mapping
 
 from act.runtime.plan import BLENDS
 from act.runtime.precision import PRECISIONS
-from act.runtime.scheduler import ChunkScheduler
+from act.runtime.scheduler import ChunkScheduler, check_threshold
 from act.common.checks import check_setting
 from act.common.errors import InputError
 
@@ -115,9 +115,7 @@ class ExecutionConfig:
             raise InputError(f"execution.n_action_steps must be in 1..chunk_size={k}, got {n}")
         horizon = n if blend == "replace" else k
         threshold = (0 if blend == "replace" else k - n) if self.queue_threshold is None else self.queue_threshold
-        if threshold >= horizon:
-            raise InputError(f"execution.queue_threshold must be in 0..{horizon - 1} (fewer than the {horizon} "
-                             f"actions a chunk adds), got {threshold}")
+        check_threshold(threshold, horizon, "execution.queue_threshold")
         return Schedule(blend, n, horizon, threshold)
 
     def scheduler(self, chunk_size: int) -> ChunkScheduler:

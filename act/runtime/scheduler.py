@@ -27,6 +27,14 @@ from act.runtime.plan import ENSEMBLE_COEFF, ActionPlan
 from act.common.errors import InputError
 
 
+def check_threshold(threshold: int, horizon: int, key: str = "queue_threshold") -> None:
+    """The query threshold must leave the plan short of a full chunk: at ``horizon`` or more planned actions
+    left it would query on every tick. ``key`` is the name the user set it by."""
+    if not 0 <= int(threshold) < horizon:
+        raise InputError(f"{key} must be in 0..{horizon - 1} (fewer than the {horizon} actions a chunk adds), "
+                         f"got {threshold}")
+
+
 class ChunkScheduler:
     """One episode's plan, query trigger and counters.
 
@@ -49,9 +57,7 @@ class ChunkScheduler:
         self.horizon = self.chunk_size if horizon is None else int(horizon)
         if not 1 <= self.horizon <= self.chunk_size:
             raise InputError(f"horizon must be in 1..chunk_size={self.chunk_size}, got {horizon}")
-        if not 0 <= int(threshold) < self.horizon:
-            raise InputError(f"queue_threshold must be in 0..{self.horizon - 1} (fewer than the {self.horizon} "
-                             f"actions a chunk adds), got {threshold}")
+        check_threshold(threshold, self.horizon)
         self.threshold, self.blocking = int(threshold), bool(blocking)
         self.plan = ActionPlan(blend, self.chunk_size, coeff, crossfade_steps)
         self.reset()
