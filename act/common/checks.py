@@ -19,3 +19,16 @@ def check_setting(key: str, value: Any, valid: Collection, note: str = "") -> No
     ``valid`` (for config settings: ``key`` is what the user typed, e.g. "env.backend")."""
     if value not in valid:
         raise InputError(f"{key}={value!r} is unknown; valid: {', '.join(map(str, valid))}{note}")
+
+
+def is_integer(value: Any, whole_floats: bool = False) -> bool:
+    """An int that is not a bool (YAML's ``true`` must not pass as 1); with ``whole_floats``, 4.0 counts too
+    (a value Hydra or a JSON file gave as a float)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (whole_floats and isinstance(value, float) and value.is_integer())
+
+
+def is_number(value: Any) -> bool:
+    """An int or float that is not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -12,7 +12,7 @@ from act.data.dataset import ChunkDataset, StepSampler, split_episodes
 from act.data.episodes import FORMATS, EpisodeIndex
 from act.data.stats import load_or_compute_stats
 from act.data.values import check_values
-from act.common.checks import check_setting
+from act.common.checks import check_setting, is_integer
 from act.common.errors import InputError
 from act.common.pool import threads_per_worker
 
@@ -60,8 +60,7 @@ class ACTDataModule(L.LightningDataModule):
         super().__init__()
         if batch_size <= 0:
             raise InputError(f"batch_size must be positive, got {batch_size}")
-        if num_workers != "auto" and (isinstance(num_workers, bool) or not isinstance(num_workers, int)
-                                      or num_workers < 0):
+        if num_workers != "auto" and (not is_integer(num_workers) or num_workers < 0):
             raise InputError(f"num_workers must be a whole number >= 0 or auto, got {num_workers!r}")
         check_setting("data.format", format, FORMATS)
         self.dataset_dir = dataset_dir

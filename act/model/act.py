@@ -21,6 +21,7 @@ from act.model.backbone import ResNetBackbone, feature_hw
 from act.model.loss import reparameterize
 from act.model.position_encoding import SinePositionEmbedding2d, sinusoid_table
 from act.model.transformer import TransformerDecoder, TransformerEncoder
+from act.common.checks import is_integer
 from act.common.errors import InputError
 
 NUM_EXTRA_TOKENS = 2  # latent token and joint-state token, ahead of the image tokens
@@ -66,7 +67,7 @@ class ACTConfig:
         for name in ("state_dim", "action_dim", "chunk_size", "hidden_dim", "ff_dim", "heads", "enc_layers",
                      "dec_layers", "vae_enc_layers", "latent_dim", "num_cameras"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not is_integer(value) or value < 1:
                 raise InputError(f"ACTConfig.{name} must be a positive integer, got {value!r}")
         if self.hidden_dim % 2:
             raise InputError(f"ACTConfig.hidden_dim must be even (the 2D position embedding gives half its "

@@ -21,7 +21,7 @@ from typing import Mapping
 from act.runtime.plan import BLENDS
 from act.runtime.precision import PRECISIONS
 from act.runtime.scheduler import ChunkScheduler, check_threshold
-from act.common.checks import check_setting
+from act.common.checks import check_setting, is_integer, is_number
 from act.common.errors import InputError
 
 
@@ -29,7 +29,7 @@ def _check_count(key: str, value, least: int, nullable: bool = True) -> None:
     """``execution.<key>`` must be an integer >= ``least`` (or null, if ``nullable``)."""
     if value is None and nullable:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value or value < least:
+    if not is_integer(value, whole_floats=True) or value < least:
         bound = "a positive integer" if least == 1 else f"an integer >= {least}"
         raise InputError(f"execution.{key} must be {bound}{' or null' if nullable else ''}, got {value!r}")
 
@@ -71,7 +71,7 @@ class ExecutionConfig:
 
     def __post_init__(self):
         coeff = self.temporal_ensemble_coeff
-        if coeff is not None and (isinstance(coeff, bool) or not isinstance(coeff, (int, float)) or not coeff >= 0):
+        if coeff is not None and (not is_number(coeff) or not coeff >= 0):
             raise InputError(f"execution.temporal_ensemble_coeff must be a number >= 0 or null, got {coeff!r}")
         if self.blend is not None:
             check_setting("execution.blend", self.blend, BLENDS,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from act.common.checks import check_choice
+from act.common.checks import check_choice, is_integer
 from act.common.errors import InputError
 
 BLENDS = ("replace", "ensemble", "crossfade")
@@ -41,8 +41,7 @@ class ActionPlan:
         check_choice("blend", blend, BLENDS)
         if not coeff >= 0:
             raise InputError(f"temporal_ensemble_coeff must be >= 0, got {coeff}")
-        if crossfade_steps is not None and (isinstance(crossfade_steps, bool) or int(crossfade_steps) != crossfade_steps
-                                            or crossfade_steps < 1):
+        if crossfade_steps is not None and (not is_integer(crossfade_steps, whole_floats=True) or crossfade_steps < 1):
             raise InputError(f"crossfade_steps must be a positive integer or null, got {crossfade_steps!r}")
         self.blend, self.coeff = blend, float(coeff)
         self.crossfade_steps = None if crossfade_steps is None else int(crossfade_steps)

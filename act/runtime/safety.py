@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from act.common.aloha import JOINT_LOWER, JOINT_UPPER, MAX_DELTA, joint_name
-from act.common.checks import check_setting
+from act.common.checks import check_setting, is_integer, is_number
 from act.common.errors import InputError
 
 MODES = ("clip", "stop")
@@ -87,10 +87,9 @@ class SafetyLimits:
             raise InputError(f"safety.max_delta must be positive (inf: no limit), got {self.max_delta.tolist()}")
         for key in ("watchdog_ticks", "stale_ticks"):
             value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not is_integer(value) or value < 1:
                 raise InputError(f"safety.{key} must be a positive integer (ticks of 20 ms), got {value!r}")
-        if self.stale_ms is not None and (isinstance(self.stale_ms, bool) or not isinstance(self.stale_ms, (int, float))
-                                          or not self.stale_ms > 0):
+        if self.stale_ms is not None and (not is_number(self.stale_ms) or not self.stale_ms > 0):
             raise InputError(f"safety.stale_ms must be a positive number of milliseconds or null, got {self.stale_ms!r}")
         if not isinstance(self.stale_stop, bool):
             raise InputError(f"safety.stale_stop must be true or false, got {self.stale_stop!r}")

@@ -15,6 +15,7 @@ import copy
 import torch
 from torch import nn
 
+from act.common.checks import is_number
 from act.common.errors import InputError
 
 
@@ -37,7 +38,7 @@ class EMA(nn.Module):
 
     def __init__(self, net: nn.Module, decay: float):
         super().__init__()
-        if isinstance(decay, bool) or not 0.0 <= float(decay) < 1.0:
+        if not is_number(decay) or not 0.0 <= decay < 1.0:
             raise InputError(f"ema_decay must be in [0, 1) or null, got {decay!r}")
         self.decay = float(decay)
         self.net = copy.deepcopy(net).requires_grad_(False).eval()
