@@ -30,7 +30,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 from torch.utils.flop_counter import FlopCounterMode
 
-from act.pipeline.timing import StepPhases, query_fn, random_batch, synchronize, time_calls, training_step_fn
+from act.training.timing import StepPhases, query_fn, random_batch, synchronize, time_calls, training_step_fn
 from act.runtime.device import resolve_device
 from act.runtime.precision import device_type_of, probe_bf16, resolve_precision, slowdown_text
 from act.training.run import policy_module

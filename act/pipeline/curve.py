@@ -19,7 +19,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from act.pipeline.budget import minutes, steps_within, time_training_step
+from act.training.budget import minutes, steps_within, time_training_step
 from act.eval.harness import build_spec, evaluate_and_save, summary_line
 from act.runtime.device import trainer_device
 from act.runtime.precision import resolve_precision

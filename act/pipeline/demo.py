@@ -24,7 +24,7 @@ import hydra
 import numpy as np
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from act.pipeline.budget import (estimate_evaluation, estimate_training, minutes, steps_within, time_training_step,
+from act.training.budget import (estimate_evaluation, estimate_training, minutes, steps_within, time_training_step,
                                  time_training_steps)
 from act.data.record import RecordSettings, describe, expert_named, rate_note, record_with_bar
 from act.eval.harness import build_spec, evaluate_and_save, previous_metrics, summary_line

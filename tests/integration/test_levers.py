@@ -10,7 +10,7 @@ import torch
 from omegaconf import OmegaConf
 
 import act.pipeline.demo as demo_pipeline
-from act.pipeline.budget import TRAINER_OVERHEAD, steps_within
+from act.training.budget import TRAINER_OVERHEAD, steps_within
 from act.model import ACT, ACTConfig
 from act.model.backbone import ResNetBackbone, feature_hw
 from act.model.checkpoint import load_network, read_checkpoint
