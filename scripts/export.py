@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from act.runtime.export import export_checkpoint
+from act.apps import export
 from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("export")
 def main(cfg: DictConfig) -> None:
-    run_main(export_checkpoint, cfg)
+    run_main(export.main, cfg)
 
 
 if __name__ == "__main__":

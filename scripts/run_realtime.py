@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from act.runtime.deployment import run_realtime
+from act.apps import realtime
 from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("run_realtime")
 def main(cfg: DictConfig) -> dict:
-    return run_main(run_realtime, cfg)
+    return run_main(realtime.main, cfg)
 
 
 if __name__ == "__main__":

@@ -6,20 +6,20 @@
 
 Everything is in configs/train.yaml and its groups: task/, policy/, data/, trainer/, logger/,
 callbacks/, execution/ (how callbacks=eval runs the policy), experiment/, hparams_search/.
-Returns ``optimized_metric`` to a sweeper. See act/training/run.py.
+Returns ``optimized_metric`` to a sweeper. See act/apps/train.py.
 """
 
 from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from act.training.run import train_objective
+from act.apps import train
 from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("train")
 def main(cfg: DictConfig) -> float | None:
-    return run_main(train_objective, cfg, interrupted="interrupted: rerun the same command to resume")
+    return run_main(train.main, cfg, interrupted="interrupted: rerun the same command to resume")
 
 
 if __name__ == "__main__":

@@ -74,7 +74,7 @@ def demos(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_checkpoint(demos, tmp_path_factory):
     """A checkpoint of a tiny ACT trained for a few steps on ``demos``."""
-    from act.training.run import train
+    from act.apps.train import train
     from helpers import make_cfg
 
     out = built_once(tmp_path_factory, "tiny_run", lambda folder: train(make_cfg(demos, folder, "trainer.max_steps=3")))
@@ -84,7 +84,7 @@ def tiny_checkpoint(demos, tmp_path_factory):
 @pytest.fixture(scope="session")
 def six_step_run(demos, tmp_path_factory):
     """The run folder of the same tiny ACT trained straight to step 6: what a resumed run must equal."""
-    from act.training.run import train
+    from act.apps.train import train
     from helpers import make_cfg
 
     return built_once(tmp_path_factory, "six_step_run",

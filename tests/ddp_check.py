@@ -1,6 +1,6 @@
 """Run by tests/integration/test_train.py (and the CUDA tests): train a tiny ACT with Lightning DDP over 2
 processes, then have every rank save its weights, so the test can check that the ranks agree. It goes
-through ``act.training.run.train``, as scripts/train.py does: rank zero locks the run folder for both
+through ``act.apps.train.train``, as scripts/train.py does: rank zero locks the run folder for both
 ranks (a rank 1 that tried too would be refused by rank 0's lock).
 
     python tests/ddp_check.py <dataset_dir> <out_dir> [cpu|gpu] [extra overrides ...]
@@ -20,7 +20,7 @@ import lightning as L
 import torch
 from hydra import compose, initialize_config_dir
 
-from act.training.run import train
+from act.apps.train import train
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

@@ -20,7 +20,7 @@ from tqdm import tqdm
 from act.eval.rollout import run_episode
 from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
-from act.training.run import policy_module
+from act.apps.train import policy_module
 from act.common.io import write_json
 from act.envs import make_env
 

@@ -30,10 +30,10 @@ import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 from torch.utils.flop_counter import FlopCounterMode
 
-from act.pipeline.timing import StepPhases, query_fn, random_batch, synchronize, time_calls, training_step_fn
+from act.training.timing import StepPhases, query_fn, random_batch, synchronize, time_calls, training_step_fn
 from act.runtime.device import resolve_device
 from act.runtime.precision import device_type_of, probe_bf16, resolve_precision, slowdown_text
-from act.training.run import policy_module
+from act.apps.train import policy_module
 from act.common.io import write_json
 
 MATMUL_SIZE = {"cpu": 2048, "cuda": 8192}  # large enough to reach the device's peak, small enough to time fast

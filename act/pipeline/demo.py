@@ -24,7 +24,8 @@ import hydra
 import numpy as np
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from act.pipeline.budget import (estimate_evaluation, estimate_training, minutes, steps_within, time_training_step,
+from act.apps.train import build_probe_module, train
+from act.training.budget import (estimate_evaluation, estimate_training, minutes, steps_within, time_training_step,
                                  time_training_steps)
 from act.data.record import RecordSettings, describe, expert_named, rate_note, record_with_bar
 from act.eval.harness import build_spec, evaluate_and_save, previous_metrics, summary_line
@@ -32,7 +33,7 @@ from act.pipeline.plot import plot_run
 from act.runtime.execution import ExecutionConfig
 from act.runtime.precision import device_type_of, resolve_precision
 from act.training.resume import checkpoint_step, resume_checkpoint
-from act.training.run import ConfigError, build_probe_module, is_rank_zero, train
+from act.training.run import ConfigError, is_rank_zero
 from act.common.checks import check_setting
 from act.common.io import write_json
 from act.common.video import filmstrip

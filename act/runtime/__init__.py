@@ -6,5 +6,6 @@ which action each 50 Hz tick plays, and when to query the network (synchronous o
 ``execution``: the settings of configs/execution/ that choose among them, checked once;
 ``robot``: the interface a robot plugs into; ``safety``: the limits every command passes and the
 checks for stale inputs; ``realtime``: the wall-clock control loop, which fails safe;
-``recording``: what the robot did, as an ACT episode file.
+``recording``: what the robot did, as an ACT episode file; ``deployment``: a robot's driver loaded by
+name, and the folder its episodes are recorded into, checked against the policy.
 """

@@ -19,19 +19,14 @@ import io
 import json
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from act.model.checkpoint import load_network
 from act.runtime.predictors import META_FILE, EagerPredictor, load_predictor
-from act.common.checks import check_choice, check_setting
-from act.common.errors import InputError, MissingFileError
-from act.common.io import atomic_path, unwritable_reason
-
-if TYPE_CHECKING:  # only a type here: a robot computer needs no Hydra or OmegaConf
-    from omegaconf import DictConfig
+from act.common.checks import check_choice
+from act.common.io import atomic_path
 
 EXPORT_FORMATS = ("onnx", "torchscript")
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".pt"}
@@ -81,43 +76,14 @@ def export(net, path: str | Path, fmt: str) -> Path:
     return path
 
 
-def check_export(cfg: DictConfig) -> tuple[Path, Path]:
-    """The checkpoint and the file to write from configs/export.yaml, checked before anything is loaded."""
-    check_setting("format", cfg.format, EXPORT_FORMATS)
-    if cfg.ckpt_path is None:
-        raise InputError("give ckpt_path=<checkpoint written by scripts/train.py>")
-    ckpt = Path(cfg.ckpt_path)
-    if not ckpt.is_file():
-        raise MissingFileError(f"checkpoint {ckpt} does not exist")
-    out = Path(cfg.out) if cfg.out else ckpt.with_suffix(SUFFIXES[cfg.format])
-    if out.suffix != SUFFIXES[cfg.format]:
-        raise InputError(f"out={out} must end in {SUFFIXES[cfg.format]} for format={cfg.format}")
-    why = unwritable_reason(out.parent)
-    if why:
-        raise InputError(f"out={out}: its folder is not writable ({why}); choose another out=<file>")
-    if cfg.format == "onnx":
-        try:
-            import onnx  # noqa: F401
-        except ImportError:
-            raise InputError("format=onnx needs the onnx package: pip install -e '.[export]'") from None
-    return ckpt, out
-
-
-def export_checkpoint(cfg: DictConfig) -> Path:
-    """``scripts/export.py``: export ``cfg.ckpt_path`` as ``cfg.format``, say what the file holds and, with
-    ``cfg.verify``, how far its actions are from the eager fp32 network's on a random observation."""
-    ckpt, out = check_export(cfg)
-    net = load_network(ckpt)  # "<path> is not a readable checkpoint" otherwise
-    export(net, out, cfg.format)
-    print(f"exported {ckpt} -> {out} ({cfg.format}, {out.stat().st_size / 2**20:.1f} MiB): cameras "
-          f"{net.camera_names}, image {net.image_size[0]}x{net.image_size[1]}, chunk {net.chunk_size}, task {net.task}")
-    if cfg.verify:
-        qpos, images = example_inputs(net, batch=1)
-        rng = np.random.default_rng(0)
-        images = rng.integers(0, 256, images.shape, dtype=np.uint8)
-        qpos = rng.normal(size=qpos.shape).astype(np.float32)
-        eager = EagerPredictor(load_network(ckpt), precision="32-true")(qpos, images)
-        exported = load_predictor(out)(qpos, images)
-        print(f"max |action difference| against eager fp32 on a random observation: "
-              f"{np.abs(exported - eager).max():.2e}")
-    return out
+def action_difference(ckpt: str | Path, artifact: str | Path) -> float:
+    """The largest |action difference| between the exported ``artifact`` and the checkpoint ``ckpt``'s eager
+    fp32 network on one random observation (random frames, normal qpos; seed 0)."""
+    net = load_network(ckpt)
+    qpos, images = example_inputs(net, batch=1)
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, images.shape, dtype=np.uint8)
+    qpos = rng.normal(size=qpos.shape).astype(np.float32)
+    eager = EagerPredictor(net, precision="32-true")(qpos, images)
+    exported = load_predictor(artifact)(qpos, images)
+    return float(np.abs(exported - eager).max())

@@ -101,8 +101,8 @@ class Inference:
         self.pool.shutdown(wait=True)
 
 
-def run_episode(robot, policy, inference, ticks: int, seed: int | None = None, clock=None,
-                safety: SafetyLimits | None = None, recording: EpisodeRecording | None = None) -> RealtimeResult:
+def run_robot_episode(robot, policy, inference, ticks: int, seed: int | None = None, clock=None,
+                      safety: SafetyLimits | None = None, recording: EpisodeRecording | None = None) -> RealtimeResult:
     """One episode of ``ticks`` control ticks (or until ``robot.done``) in real time.
 
     Args:
@@ -115,109 +115,178 @@ def run_episode(robot, policy, inference, ticks: int, seed: int | None = None, c
 
     A stop (see the module docstring) is not raised: the result says why in ``stopped``.
     """
-    clock = clock or WallClock()
-    safety = safety or SafetyLimits()
-    wall = getattr(clock, "wall", time.time)
-    scheduler: ChunkScheduler = policy.new_scheduler()
-    result = RealtimeResult()
-    stale = StaleInputs(safety)
-    observation = robot.reset(seed)
-    last = np.asarray(observation["qpos"], dtype=np.float64).copy()  # the last safe command: where the arm is
-    if last.shape != (safety.dim,):
-        raise InputError(f"the safety limits are for {safety.dim} joints; the robot's qpos has shape {last.shape}")
-    future: Future | None = None
-    start = clock.now()
-    tick = 0
-    sent = observed = fresh = -1  # the last tick commanded, observed, and given a fresh planned action
-    watchdog_on = False  # the current run of held ticks was reported
+    episode = _RobotEpisode(robot, policy, inference, ticks, clock or WallClock(), safety or SafetyLimits(), recording)
+    episode.begin(seed)
     try:
-        while tick < ticks and not robot.done:
-            deadline = start + tick * TICK_S
-            clock.sleep_until(deadline)
-            behind = min(int((clock.now() - deadline) // TICK_S), ticks - tick)  # whole ticks already gone
-            if behind > 0:
-                result.missed_ticks += behind
-                for _ in range(behind if not scheduler.blocking else 0):
-                    scheduler.next_action()  # asynchronous: the plan's clock is the control tick
-                tick += behind
-                if tick >= ticks:
-                    break
-                deadline = start + tick * TICK_S
-            observation, observed = _robot_call(robot.observe, "observation", tick), tick
-            for warning in stale.update(observation, tick, _age_ms(observation, wall)):
-                result.stale_warnings.append(warning)
-                log.warning("%s", warning)
-                if safety.stale_stop:
-                    raise SafetyStop(f"{warning} (safety.stale_stop=true)")
-            try:
-                policy.check_observation(observation)
-            except ValueError as err:
-                raise SafetyStop(f"observation refused at tick {tick}: {err}") from None
-            if future is not None and future.done():
-                done, future = future, None
-                _deliver(scheduler, result, _inferred(done.result, tick), tick)
-            if scheduler.wants_query():
-                scheduler.issue()
-                if scheduler.blocking:  # synchronous: the loop waits, the ticks meanwhile are missed
-                    _deliver(scheduler, result, _inferred(lambda: inference.run(observation), tick), tick)
-                    behind = min(int((clock.now() - deadline) // TICK_S), ticks - tick)
-                    if behind > 0:
-                        result.missed_ticks += behind
-                        tick += behind
-                        if tick >= ticks:
-                            break
-                        deadline = start + tick * TICK_S
-                else:
-                    future = _inferred(lambda: inference.start(observation), tick)
-            action, _ = scheduler.next_action()
-            # The watchdog: ticks in a row the arm has held (missed ticks included) without a fresh action.
-            held_run = tick - fresh - (0 if action is None else 1)
-            if held_run >= safety.watchdog_ticks and not watchdog_on:
-                watchdog_on = True
-                result.watchdog_holds += 1
-                log.warning("watchdog at tick %d: no fresh planned action for %d ticks (safety.watchdog_ticks=%d); "
-                            "the arm holds its last command", tick, held_run, safety.watchdog_ticks)
-            if action is None:
-                result.held_ticks += 1
-            else:
-                fresh, watchdog_on = tick, False
-                command, verdict, why = safety.apply(action, last)
-                if verdict == REFUSED:
-                    result.refused_commands += 1
-                    raise SafetyStop(f"command refused at tick {tick}: {why}")
-                if verdict == CLIPPED:
-                    result.clipped_commands += 1
-                    log.debug("command clipped at tick %d: %s", tick, why)
-                last = command
-            result.lateness_ms.append(1000.0 * (clock.now() - deadline))  # when the command leaves the loop
-            sent = tick
-            _robot_call(lambda: robot.command(last, tick), "command", tick)
-            if recording is not None:
-                recording.add(tick, observation, last, held=action is None)
-            result.ticks += 1
-            tick += 1
+        while episode.tick < ticks and not robot.done:
+            if not episode.wait_for_tick():
+                break
+            episode.observe()
+            if not episode.query():
+                break
+            episode.command()
     except SafetyStop as stop:
-        result.stopped = str(stop)
+        episode.result.stopped = str(stop)
     except KeyboardInterrupt:
-        result.stopped = f"interrupted (Ctrl-C) at tick {tick}"
-    if result.stopped is not None:
-        log.warning("episode stopped: %s; holding the last safe command", result.stopped)
-        hold = max(tick, sent + 1)  # this tick, or the next if its command may have gone out already
-        unrecorded = observation if observed > sent else None  # seen since the last command (not on Ctrl-C in a wait)
-        _hold_and_stop(robot, result, last, hold, ticks, unrecorded, recording)
-    elif hasattr(robot, "hold_until"):
-        robot.hold_until(min(tick, ticks))  # ticks missed at the very end: the arm held
-    if future is not None:
+        episode.result.stopped = f"interrupted (Ctrl-C) at tick {episode.tick}"
+    return episode.finish()
+
+
+def catch_up(now: float, deadline: float, tick: int, ticks: int, scheduler: ChunkScheduler,
+             result: RealtimeResult) -> int:
+    """The tick to command next when it is ``now`` and tick ``tick`` was due at ``deadline``: the whole ticks
+    already gone (at most the ``ticks - tick`` left) are skipped, the arm holding its last command through
+    them. They count as missed; an asynchronous scheduler's plan moves past them too (its clock is the
+    control tick), a synchronous one's stood still while the loop waited. Returns ``ticks`` when none is left.
+
+    The one rule for both places the loop falls behind: waking late for a tick, and a synchronous query.
+    """
+    behind = min(int((now - deadline) // TICK_S), ticks - tick)  # whole ticks already gone
+    if behind <= 0:
+        return tick
+    result.missed_ticks += behind
+    if not scheduler.blocking:
+        for _ in range(behind):
+            scheduler.next_action()  # asynchronous: the plan's clock is the control tick
+    return tick + behind
+
+
+class _RobotEpisode:
+    """The state ``run_robot_episode`` carries from tick to tick, and its stages: ``begin``, then each
+    tick ``wait_for_tick``, ``observe``, ``query`` and ``command``, and ``finish``."""
+
+    def __init__(self, robot, policy, inference, ticks: int, clock, safety: SafetyLimits,
+                 recording: EpisodeRecording | None):
+        self.robot, self.policy, self.inference, self.ticks = robot, policy, inference, ticks
+        self.clock, self.safety, self.recording = clock, safety, recording
+        self.wall = getattr(clock, "wall", time.time)
+        self.scheduler: ChunkScheduler = policy.new_scheduler()
+        self.result = RealtimeResult()
+        self.stale = StaleInputs(safety)
+        self.future: Future | None = None  # the query in flight (asynchronous)
+        self.start = 0.0  # the clock when the episode began (``begin``): tick t is due at start + t * TICK_S
+        self.observation: Mapping | None = None  # the newest observation
+        self.last: np.ndarray | None = None  # the last safe command
+        self.tick = 0
+        self.sent = self.observed = self.fresh = -1  # the last tick commanded, observed, and given a fresh action
+        self.watchdog_on = False  # the current run of held ticks was reported
+
+    @property
+    def deadline(self) -> float:
+        """When this tick's command is due."""
+        return self.start + self.tick * TICK_S
+
+    def begin(self, seed: int | None) -> None:
+        """Reset the robot; its qpos is the first safe command (where the arm is). The clock starts here."""
+        self.observation = self.robot.reset(seed)
+        self.last = np.asarray(self.observation["qpos"], dtype=np.float64).copy()
+        if self.last.shape != (self.safety.dim,):
+            raise InputError(f"the safety limits are for {self.safety.dim} joints; the robot's qpos has shape "
+                             f"{self.last.shape}")
+        self.start = self.clock.now()
+
+    def wait_for_tick(self) -> bool:
+        """Sleep until this tick's deadline and skip the ticks already gone; False when none is left."""
+        self.clock.sleep_until(self.deadline)
+        return self._catch_up()
+
+    def _catch_up(self) -> bool:
+        self.tick = catch_up(self.clock.now(), self.deadline, self.tick, self.ticks, self.scheduler, self.result)
+        return self.tick < self.ticks
+
+    def observe(self) -> None:
+        """The newest observation, checked: a stale one is warned about (a stop under ``stale_stop``), one the
+        policy cannot take is a stop."""
+        tick = self.tick
+        self.observation, self.observed = _robot_call(self.robot.observe, "observation", tick), tick
+        for warning in self.stale.update(self.observation, tick, _age_ms(self.observation, self.wall)):
+            self.result.stale_warnings.append(warning)
+            log.warning("%s", warning)
+            if self.safety.stale_stop:
+                raise SafetyStop(f"{warning} (safety.stale_stop=true)")
         try:
-            future.result()  # let the query in flight finish before the next episode
-        except Exception:  # noqa: BLE001 - its chunk is not used: the episode is over
-            log.debug("the query in flight at the end of the episode failed", exc_info=True)
-    result.queries = scheduler.queries
-    result.skipped_actions = scheduler.skipped
-    result.wall_s = clock.now() - start
-    result.success = getattr(robot, "success", None)
-    result.max_reward = getattr(robot, "max_reward", None)
-    return result
+            self.policy.check_observation(self.observation)
+        except ValueError as err:
+            raise SafetyStop(f"observation refused at tick {tick}: {err}") from None
+
+    def query(self) -> bool:
+        """Hand an arrived chunk to the scheduler, and start a query when it asks for one. A synchronous query
+        runs here while the arm holds, and the ticks it took are skipped; False when none is left."""
+        tick, scheduler, observation = self.tick, self.scheduler, self.observation
+        if self.future is not None and self.future.done():
+            done, self.future = self.future, None
+            _deliver(scheduler, self.result, _inferred(done.result, tick), tick)
+        if not scheduler.wants_query():
+            return True
+        scheduler.issue()
+        if not scheduler.blocking:
+            self.future = _inferred(lambda: self.inference.start(observation), tick)
+            return True
+        _deliver(scheduler, self.result, _inferred(lambda: self.inference.run(observation), tick), tick)
+        return self._catch_up()
+
+    def command(self) -> None:
+        """Send this tick's planned action through the safety limits, or hold the last command; record it."""
+        tick, result = self.tick, self.result
+        action, _ = self.scheduler.next_action()
+        self._watch(held=action is None)
+        if action is None:
+            result.held_ticks += 1
+        else:
+            self.fresh, self.watchdog_on = tick, False
+            self.last = self._limited(action)
+        result.lateness_ms.append(1000.0 * (self.clock.now() - self.deadline))  # when the command leaves the loop
+        self.sent = tick
+        last = self.last
+        _robot_call(lambda: self.robot.command(last, tick), "command", tick)
+        if self.recording is not None:
+            self.recording.add(tick, self.observation, last, held=action is None)
+        result.ticks += 1
+        self.tick += 1
+
+    def _watch(self, held: bool) -> None:
+        """The watchdog: ticks in a row the arm has held (missed ticks included) without a fresh action."""
+        held_run = self.tick - self.fresh - (0 if held else 1)
+        if held_run >= self.safety.watchdog_ticks and not self.watchdog_on:
+            self.watchdog_on = True
+            self.result.watchdog_holds += 1
+            log.warning("watchdog at tick %d: no fresh planned action for %d ticks (safety.watchdog_ticks=%d); "
+                        "the arm holds its last command", self.tick, held_run, self.safety.watchdog_ticks)
+
+    def _limited(self, action: np.ndarray) -> np.ndarray:
+        """``action`` as the safety limits let it go out (clipped, counted); a refused one is a stop."""
+        command, verdict, why = self.safety.apply(action, self.last)
+        if verdict == REFUSED:
+            self.result.refused_commands += 1
+            raise SafetyStop(f"command refused at tick {self.tick}: {why}")
+        if verdict == CLIPPED:
+            self.result.clipped_commands += 1
+            log.debug("command clipped at tick %d: %s", self.tick, why)
+        return command
+
+    def finish(self) -> RealtimeResult:
+        """End the episode: a stopped one holds the last safe command (``_hold_and_stop``), the query in flight
+        finishes, and the result gets the scheduler's counts, the wall time and the robot's success."""
+        result, robot = self.result, self.robot
+        if result.stopped is not None:
+            log.warning("episode stopped: %s; holding the last safe command", result.stopped)
+            hold = max(self.tick, self.sent + 1)  # this tick, or the next if its command may have gone out already
+            # Seen since the last command (not on Ctrl-C in a wait): recorded with the held command.
+            unrecorded = self.observation if self.observed > self.sent else None
+            _hold_and_stop(robot, result, self.last, hold, self.ticks, unrecorded, self.recording)
+        elif hasattr(robot, "hold_until"):
+            robot.hold_until(min(self.tick, self.ticks))  # ticks missed at the very end: the arm held
+        if self.future is not None:
+            try:
+                self.future.result()  # let the query in flight finish before the next episode
+            except Exception:  # noqa: BLE001 - its chunk is not used: the episode is over
+                log.debug("the query in flight at the end of the episode failed", exc_info=True)
+        result.queries = self.scheduler.queries
+        result.skipped_actions = self.scheduler.skipped
+        result.wall_s = self.clock.now() - self.start
+        result.success = getattr(robot, "success", None)
+        result.max_reward = getattr(robot, "max_reward", None)
+        return result
 
 
 def _age_ms(observation: Mapping, wall) -> float | None:
@@ -251,7 +320,8 @@ def _deliver(scheduler: ChunkScheduler, result: RealtimeResult, timed, tick: int
     if len(bad):
         step, joint = (int(v) for v in bad[0])
         raise SafetyStop(f"the network returned a chunk with NaN or inf at tick {tick} ({len(bad)} of {chunk.size} "
-                         f"numbers, the first at step {step}, {joint_name(joint, chunk.shape[-1])}); none of it was sent")
+                         f"numbers, the first at step {step}, {joint_name(joint, chunk.shape[-1])}); "
+                         "none of it was sent")
     scheduler.deliver(chunk)
 
 

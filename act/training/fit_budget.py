@@ -1,7 +1,7 @@
 """Fitting a run to its time budget with the steps' measured cost, once, early in training.
 
 ``make demo`` chooses ``trainer.max_steps`` before training from a bare step timed on random data
-(act/pipeline/budget.py). The real run costs more: the trainer's loop, the data loader sharing the
+(act/training/budget.py). The real run costs more: the trainer's loop, the data loader sharing the
 cores, the divergence check, validation, and loading the data before the first step. A fixed
 allowance for all that (10%) let ``make demo TASK=insertion`` run 3.5 minutes over its 60 (docs/
 results.md): the steps averaged 198 ms against 185 planned. This callback measures the real steps

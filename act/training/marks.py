@@ -13,7 +13,7 @@ from typing import Sequence
 
 import lightning as L
 
-from act.pipeline.budget import TRAINER_OVERHEAD
+from act.training.budget import TRAINER_OVERHEAD
 from act.common.errors import InputError
 from act.common.io import write_json
 

@@ -22,7 +22,7 @@ from act.runtime.policy import ACTPolicy
 from act.runtime.precision import resolve_precision
 from act.runtime.predictors import EagerPredictor, OnnxPredictor, TorchScriptPredictor, onnx_has_cuda
 from act.training.resume import checkpoint_step
-from act.training.run import train
+from act.apps.train import train
 from helpers import PAPER_HW, checkpoint_is_finite, paper_cfg, run_eval
 
 pytestmark = pytest.mark.cuda

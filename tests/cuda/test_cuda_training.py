@@ -15,7 +15,7 @@ import sys
 import pytest
 import torch
 
-from act.training.run import train
+from act.apps.train import train
 from helpers import ROOT, assert_same_weights, make_cfg, tiny_overrides
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]

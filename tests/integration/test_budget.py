@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from act.pipeline.budget import TRAINER_OVERHEAD, estimate_evaluation, estimate_training
+from act.training.budget import TRAINER_OVERHEAD, estimate_evaluation, estimate_training
 from act.training.module import ACTLitModule
-from act.pipeline.timing import random_batch, time_calls, training_step_fn
+from act.training.timing import random_batch, time_calls, training_step_fn
 from act.envs import make_env
 
 TINY = {"chunk_size": 8, "hidden_dim": 32, "ff_dim": 64, "heads": 2, "enc_layers": 1, "vae_enc_layers": 1}
@@ -31,7 +31,7 @@ def test_training_step_fn_trains_the_real_module():
 def test_estimates_extrapolate_the_timed_calls(monkeypatch):
     import numpy as np
 
-    from act.pipeline import budget
+    from act.training import budget
 
     module = tiny_module()
     real = estimate_training(module, 4, 100, "32-true", repeats=2)  # the real timing runs

@@ -10,7 +10,8 @@ from hydra.utils import instantiate
 from lightning.pytorch.strategies import DDPStrategy
 from omegaconf import OmegaConf
 
-from act.training.run import ConfigError, check_clipping
+from act.apps.train import check_clipping
+from act.training.run import ConfigError
 from helpers import CONFIGS
 
 

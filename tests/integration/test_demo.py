@@ -14,7 +14,8 @@ from omegaconf import OmegaConf
 
 import act.pipeline.demo as demo_pipeline
 from act.data.episodes import EpisodeIndex
-from act.training.run import ConfigError, train
+from act.apps.train import train
+from act.training.run import ConfigError
 from helpers import CONFIGS, ROOT, assert_same_weights, demo_overrides, make_cfg
 
 

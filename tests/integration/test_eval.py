@@ -17,7 +17,7 @@ from act.eval.expert import ScriptedReplayPolicy
 from act.eval.harness import build_spec, evaluate_with_bar, latency_ticks
 from act.eval.rollout import EvalSpec, evaluate, run_episodes
 from act.runtime.policy import ACTPolicy
-from act.training.run import train
+from act.apps.train import train
 from act.envs import make_env
 from act.common.errors import InputError
 from helpers import IMAGE, eval_cfg, make_cfg, run_eval

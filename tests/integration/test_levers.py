@@ -10,11 +10,11 @@ import torch
 from omegaconf import OmegaConf
 
 import act.pipeline.demo as demo_pipeline
-from act.pipeline.budget import TRAINER_OVERHEAD, steps_within
+from act.training.budget import TRAINER_OVERHEAD, steps_within
 from act.model import ACT, ACTConfig
 from act.model.backbone import ResNetBackbone, feature_hw
 from act.model.checkpoint import load_network, read_checkpoint
-from act.training.run import train
+from act.apps.train import train
 from act.training import marks as marks_module
 from act.training.augment import color_jitter, random_shift
 from act.training.ema import EMA, ema_decay_at

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from act.data.record import RecordSettings, record
-from act.training.run import train
+from act.apps.train import train
 from act.common.lock import LOCK_NAME, FolderInUseError, folder_lock
 from helpers import ROOT, make_cfg, tiny_overrides
 

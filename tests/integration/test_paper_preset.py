@@ -9,7 +9,7 @@ import pytest
 
 from act.model.checkpoint import load_network
 from act.training.resume import checkpoint_step
-from act.training.run import train
+from act.apps.train import train
 from helpers import PAPER_HW, paper_cfg, run_eval
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from act.runtime.policy import ACTPolicy
-from act.runtime.realtime import TICK_S, Inference, run_episode, summarize_realtime
+from act.runtime.realtime import TICK_S, Inference, run_robot_episode, summarize_realtime
 from act.runtime.robot import AlohaRobot, SimRobot
 from act.envs import make_env
 from helpers import IMAGE, FakeClock, TimedInference
@@ -56,8 +56,8 @@ def test_async_loop_keeps_every_tick_sync_loop_misses_them(tiny_checkpoint, sim_
         policy = ACTPolicy.load(tiny_checkpoint, temporal_ensemble_coeff=0.01, n_action_steps=3,
                                 asynchronous=asynchronous)
         clock = FakeClock()
-        reports[asynchronous] = run_episode(sim_robot, policy, TimedInference(policy, clock, latency_ms / 1000), 40,
-                                            seed=0, clock=clock)
+        inference = TimedInference(policy, clock, latency_ms / 1000)
+        reports[asynchronous] = run_robot_episode(sim_robot, policy, inference, 40, seed=0, clock=clock)
         assert sim_robot.ticks == 40  # the sim kept wall-clock time, missed ticks included
     wait = int(np.ceil(latency_ms / 1000 / TICK_S))
     assert reports[True].missed_ticks == 0 and reports[True].held_ticks == wait  # only the first query's wait
@@ -72,7 +72,7 @@ def test_real_loop_on_the_sim(tiny_checkpoint, sim_robot):
     policy = ACTPolicy.load(tiny_checkpoint, temporal_ensemble_coeff=0.01, asynchronous=True)
     inference = Inference(policy)
     try:
-        results = [run_episode(sim_robot, policy, inference, 15, seed=s) for s in (0, 1)]
+        results = [run_robot_episode(sim_robot, policy, inference, 15, seed=s) for s in (0, 1)]
     finally:
         inference.close()
     summary = summarize_realtime(results)
@@ -98,7 +98,7 @@ def test_aloha_adapter_drives_the_real_env_api(tiny_checkpoint):
     robot = AlohaRobot(env, {"top": "cam_high"})
     policy = ACTPolicy.load(tiny_checkpoint, temporal_ensemble_coeff=0.01, n_action_steps=2, asynchronous=True)
     clock = FakeClock()
-    result = run_episode(robot, policy, TimedInference(policy, clock, 0.03), 12, clock=clock)
+    result = run_robot_episode(robot, policy, TimedInference(policy, clock, 0.03), 12, clock=clock)
     assert len(env.actions) == 12 and robot.ticks_sent == list(range(12))
     assert all(a.shape == (14,) and np.all(np.isfinite(a)) for a in env.actions)
     assert result.missed_ticks == 0 and result.success is None

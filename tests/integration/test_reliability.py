@@ -26,7 +26,8 @@ from act.data.inspect import validate
 from act.data.record import RecordSettings, record
 from act.eval.harness import build_spec
 from act.training.module import read_checkpoint
-from act.training.run import ConfigError, train
+from act.apps.train import train
+from act.training.run import ConfigError
 from helpers import CONFIGS, ROOT, NaNQposAt, checkpoint_is_finite, eval_cfg, make_cfg, tiny_overrides
 
 

@@ -24,7 +24,7 @@ from act.runtime.deployment import check_record_dir
 from act.runtime.policy import ACTPolicy
 from act.runtime.export import export
 from act.runtime.predictors import ArtifactError, load_predictor
-from act.runtime.realtime import run_episode
+from act.runtime.realtime import run_robot_episode
 from act.runtime.recording import EpisodeRecording
 from act.runtime.robot import check_action
 from act.runtime.safety import CLIPPED, OK, REFUSED, SafetyLimits
@@ -133,7 +133,7 @@ def drive(program, asynchronous=False, ticks=40, latency_s=0.03, chunk_size=5, r
     policy = ACTPolicy(ScriptedNetwork(program, chunk_size), asynchronous=asynchronous)
     safety = SafetyLimits(**limits)
     recording = EpisodeRecording()
-    result = run_episode(robot, policy, TimedInference(policy, clock, latency_s), ticks, seed=0, clock=clock,
+    result = run_robot_episode(robot, policy, TimedInference(policy, clock, latency_s), ticks, seed=0, clock=clock,
                          safety=safety, recording=recording)
     result.recording = recording
     return result, robot, safety

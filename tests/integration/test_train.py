@@ -14,7 +14,8 @@ from hydra import compose, initialize_config_dir
 
 from act.data.episodes import DatasetError
 from act.training.module import ACTLitModule, lr_factor_fn
-from act.training.run import ConfigError, train
+from act.apps.train import train
+from act.training.run import ConfigError
 from helpers import CONFIGS, IMAGE, ROOT, assert_same_weights, make_cfg
 
 
@@ -229,7 +230,7 @@ def test_explicit_bf16_on_a_cpu_without_it_warns_before_training(demos, tmp_path
         train(make_cfg(demos, tmp_path / "run", "trainer.precision=bf16-mixed", "trainer.max_steps=0"))
     monkeypatch.setattr(P, "probe_bf16", lambda device_type="cpu": slow)
     cfg = make_cfg(demos, tmp_path / "auto", "trainer.max_steps=1")
-    from act.training.run import build_trainer
+    from act.apps.train import build_trainer
     trainer = build_trainer(cfg)
     assert cfg.trainer.precision == "32-true" and "32" in str(trainer.precision)
     assert "training precision: 32-true (auto: bf16 is not native" in capsys.readouterr().out

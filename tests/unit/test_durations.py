@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from act.pipeline.budget import minutes
+from act.training.budget import minutes
 
 
 def test_rounded_seconds_carry_into_the_minute():

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from act.pipeline.timing import query_fn, random_batch, time_calls, training_step_fn
+from act.training.timing import query_fn, random_batch, time_calls, training_step_fn
 
 # Measured on the quickstart (3600 steps): the trainer's loop, data loading and validation add
 # about this much to the bare step time that ``estimate_training`` times.

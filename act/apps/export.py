@@ -1,0 +1,56 @@
+"""Export a trained ACT as one self-contained file (configs/export.yaml; the format: ``act.runtime.export``).
+
+    python scripts/export.py ckpt_path=outputs/demo/train/checkpoints/last.ckpt format=onnx
+    python scripts/export.py ckpt_path=... format=torchscript out=policy.pt
+
+The settings are checked before anything is loaded; the file is written atomically, then described and,
+with ``verify``, compared with the eager fp32 network.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from act.model.checkpoint import load_network
+from act.runtime.export import EXPORT_FORMATS, SUFFIXES, action_difference, export
+from act.common.checks import check_setting
+from act.common.errors import InputError, MissingFileError
+from act.common.io import unwritable_reason
+
+
+def main(cfg: DictConfig) -> Path:
+    """``scripts/export.py``: export ``cfg.ckpt_path`` as ``cfg.format``, say what the file holds and, with
+    ``cfg.verify``, how far its actions are from the eager fp32 network's on a random observation."""
+    ckpt, out = check_export(cfg)
+    net = load_network(ckpt)  # "<path> is not a readable checkpoint" otherwise
+    export(net, out, cfg.format)
+    print(f"exported {ckpt} -> {out} ({cfg.format}, {out.stat().st_size / 2**20:.1f} MiB): cameras "
+          f"{net.camera_names}, image {net.image_size[0]}x{net.image_size[1]}, chunk {net.chunk_size}, task {net.task}")
+    if cfg.verify:
+        print(f"max |action difference| against eager fp32 on a random observation: "
+              f"{action_difference(ckpt, out):.2e}")
+    return out
+
+
+def check_export(cfg: DictConfig) -> tuple[Path, Path]:
+    """The checkpoint and the file to write from configs/export.yaml, checked before anything is loaded."""
+    check_setting("format", cfg.format, EXPORT_FORMATS)
+    if cfg.ckpt_path is None:
+        raise InputError("give ckpt_path=<checkpoint written by scripts/train.py>")
+    ckpt = Path(cfg.ckpt_path)
+    if not ckpt.is_file():
+        raise MissingFileError(f"checkpoint {ckpt} does not exist")
+    out = Path(cfg.out) if cfg.out else ckpt.with_suffix(SUFFIXES[cfg.format])
+    if out.suffix != SUFFIXES[cfg.format]:
+        raise InputError(f"out={out} must end in {SUFFIXES[cfg.format]} for format={cfg.format}")
+    why = unwritable_reason(out.parent)
+    if why:
+        raise InputError(f"out={out}: its folder is not writable ({why}); choose another out=<file>")
+    if cfg.format == "onnx":
+        try:
+            import onnx  # noqa: F401
+        except ImportError:
+            raise InputError("format=onnx needs the onnx package: pip install -e '.[export]'") from None
+    return ckpt, out
