@@ -23,7 +23,8 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from act.eval.harness import build_spec, evaluate_and_save, previous_metrics, summary_line
+from act.apps.evaluate import build_spec, evaluate_and_save
+from act.eval.harness import previous_metrics, summary_line
 from act.pipeline.ablation_table import markdown, tabulate
 from act.pipeline.plot import plot_ablation
 from act.pipeline.seeds import ROOT, run_demo

@@ -20,7 +20,8 @@ import hydra
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from act.pipeline.budget import minutes, steps_within, time_training_step
-from act.eval.harness import build_spec, evaluate_and_save, summary_line
+from act.apps.evaluate import build_spec, evaluate_and_save
+from act.eval.harness import summary_line
 from act.runtime.device import trainer_device
 from act.runtime.precision import resolve_precision
 from act.training.run import ConfigError, build_probe_module, check_dataset_folder, is_rank_zero, train

@@ -27,7 +27,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from act.pipeline.budget import (estimate_evaluation, estimate_training, minutes, steps_within, time_training_step,
                                  time_training_steps)
 from act.data.record import RecordSettings, describe, expert_named, rate_note, record_with_bar
-from act.eval.harness import build_spec, evaluate_and_save, previous_metrics, summary_line
+from act.apps.evaluate import build_spec, evaluate_and_save
+from act.eval.harness import previous_metrics, summary_line
 from act.pipeline.plot import plot_run
 from act.runtime.execution import ExecutionConfig
 from act.runtime.precision import device_type_of, resolve_precision

@@ -24,7 +24,7 @@ from act.training.callbacks import CheckpointSaveError, DivergenceError, SafeChe
 from act.data.episodes import DatasetError
 from act.data.inspect import validate
 from act.data.record import RecordSettings, record
-from act.eval.harness import build_spec
+from act.apps.evaluate import build_spec
 from act.training.module import read_checkpoint
 from act.training.run import ConfigError, train
 from helpers import CONFIGS, ROOT, NaNQposAt, checkpoint_is_finite, eval_cfg, make_cfg, tiny_overrides
@@ -72,7 +72,7 @@ def test_eval_refuses_another_task_unless_asked(tiny_checkpoint, monkeypatch):
     ("env.backend=gym_aloha", "gym-aloha renders 480x640 images; this policy needs \\(32, 32\\)"),
 ])
 def test_eval_settings_are_checked_before_the_policy_is_built(tiny_checkpoint, monkeypatch, override, message):
-    import act.eval.harness as run
+    import act.apps.evaluate as run
 
     def never(*args, **kwargs):
         raise AssertionError("the policy was built before the settings were checked")
