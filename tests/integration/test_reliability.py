@@ -253,7 +253,7 @@ def test_train_script_reports_divergence_as_one_error_line(run_script, demos, tm
 
 
 def test_demo_reports_divergence_as_one_error_line(demos, tmp_path, capsys):
-    from act.pipeline.demo import run
+    from act.apps import demo
     from act.apps.cli import run_main
     from helpers import demo_overrides
 
@@ -262,7 +262,7 @@ def test_demo_reports_divergence_as_one_error_line(demos, tmp_path, capsys):
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("demo", overrides=demo_overrides(tmp_path, "trainer.max_steps=4", "policy.optimizer.lr=1e9"))
         with pytest.raises(SystemExit) as code:
-            run_main(run, cfg)
+            run_main(demo.main, cfg)
     assert code.value.code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("error: training diverged at step ")
 
