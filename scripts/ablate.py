@@ -7,21 +7,21 @@
 
 Settings: configs/ablate.yaml and configs/ablation/. Every run resumes, so rerunning the command after an
 interruption finishes the set. Writes <dir>/ablation.md, ablation.json and ablation.png. See
-act/pipeline/ablate.py and docs/ablations.md.
+act/apps/ablate.py and docs/ablations.md.
 """
 
 from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from act.pipeline.ablate import run_ablation
+from act.apps import ablate
 from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("ablate")
 def main(cfg: DictConfig) -> dict:
-    return run_main(run_ablation, cfg, interrupted="interrupted: rerun the same command to resume the ablation "
-                                                  "(finished runs are kept)")
+    return run_main(ablate.main, cfg, interrupted="interrupted: rerun the same command to resume the ablation "
+                                                 "(finished runs are kept)")
 
 
 if __name__ == "__main__":

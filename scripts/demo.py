@@ -5,21 +5,21 @@
     python scripts/demo.py experiment=paper task=insertion trainer=gpu  # the paper's setting, on a GPU
 
 Settings: configs/demo.yaml and the experiment's ``demo:`` block (configs/experiment/). See
-act/pipeline/demo.py.
+act/apps/demo.py.
 """
 
 from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from act.pipeline.demo import run
+from act.apps import demo
 from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("demo")
 def main(cfg: DictConfig) -> dict:
-    return run_main(run, cfg, interrupted="interrupted: rerun the same command to continue (demos and checkpoints "
-                                          "are kept)")
+    return run_main(demo.main, cfg, interrupted="interrupted: rerun the same command to continue (demos and "
+                                                "checkpoints are kept)")
 
 
 if __name__ == "__main__":

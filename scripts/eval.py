@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from act.eval.harness import evaluate
+from act.apps import evaluate
 from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("eval")
 def main(cfg: DictConfig) -> dict:
-    return run_main(evaluate, cfg)
+    return run_main(evaluate.main, cfg)
 
 
 if __name__ == "__main__":

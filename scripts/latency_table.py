@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from act.eval.latency_table import latency_table
+from act.apps import latency_table
 from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("latency_table")
 def main(cfg: DictConfig) -> list[dict]:
-    return run_main(latency_table, cfg)
+    return run_main(latency_table.main, cfg)
 
 
 if __name__ == "__main__":

@@ -4,20 +4,20 @@
     python scripts/learning_curve.py curve.name=layer3 policy.model.backbone_layer=3 curve.marks_min=[4,8]
 
 Settings: configs/learning_curve.yaml (and all of train.yaml). Rerunning resumes training and
-scores only what is missing. See act/pipeline/curve.py.
+scores only what is missing. See act/apps/curve.py.
 """
 
 from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from act.pipeline.curve import run_curve
+from act.apps import curve
 from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("learning_curve")
 def main(cfg: DictConfig) -> None:
-    run_main(run_curve, cfg, interrupted="interrupted: rerun the same command to resume")
+    run_main(curve.main, cfg, interrupted="interrupted: rerun the same command to resume")
 
 
 if __name__ == "__main__":

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from act.eval.expert import scripted_rollouts
+from act.apps import rollout
 from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("scripted_rollout")
 def main(cfg: DictConfig) -> dict:
-    return run_main(scripted_rollouts, cfg)
+    return run_main(rollout.main, cfg)
 
 
 if __name__ == "__main__":

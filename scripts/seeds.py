@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import sys
 
-from act.pipeline.seeds import run_seeds
+from act.apps import seeds
 from act.apps.cli import run_main
 
 if __name__ == "__main__":
-    run_main(run_seeds, sys.argv[1:], interrupted="interrupted: rerun the same command to resume the set")
+    run_main(seeds.main, sys.argv[1:], interrupted="interrupted: rerun the same command to resume the set")

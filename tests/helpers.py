@@ -9,7 +9,8 @@ import lightning as L
 import torch
 from hydra import compose, initialize_config_dir
 
-from act.eval.harness import build_spec, evaluate_and_save, summary_line
+from act.apps.evaluate import build_spec, evaluate_and_save
+from act.eval.harness import summary_line
 from act.model import ACT, ACTConfig
 
 ROOT = Path(__file__).resolve().parents[1]

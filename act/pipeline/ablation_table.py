@@ -3,18 +3,13 @@ its 95% interval, written as ``ablation.json`` and as the Markdown table of ``ab
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from act.pipeline.demo import explicit_overrides
 from act.common.metrics import wilson_interval
-
-if TYPE_CHECKING:  # act.pipeline.ablate imports this module
-    from act.pipeline.ablate import AblationSettings, Run
+from act.pipeline.ablation import AblationSettings, Run
 
 
-def command(name: str) -> str:
-    """The command line that made the table, naming the ablation even where it was the default."""
-    given = explicit_overrides()
+def command(name: str, given: list[str]) -> str:
+    """The command line that made the table from the overrides ``given`` on it, naming the ablation even
+    where it was the default."""
     chosen = [] if any(o.startswith("ablation=") for o in given) else [f"ablation={name}"]
     return " ".join(["python scripts/ablate.py", *chosen, *given])
 
@@ -31,14 +26,15 @@ def aggregate(results: dict[str, dict]) -> dict:
             "max": max(rates.values()), "runs": rates}
 
 
-def tabulate(s: AblationSettings, runs: list[Run], results: dict[Run, dict]) -> dict:
-    """What ``ablation.json`` holds: each line's and variant's pooled success, its runs and the settings."""
+def tabulate(s: AblationSettings, runs: list[Run], results: dict[Run, dict], given: list[str]) -> dict:
+    """What ``ablation.json`` holds: each line's and variant's pooled success, its runs and the settings
+    (``given``: the overrides on the command line, for the command that made it)."""
     by_cell: dict[tuple[str, str], dict[str, dict]] = {}
     for run in runs:
         by_cell.setdefault((run.line, run.variant), {})[run.sample] = results[run]
     tasks = ", ".join(sorted({str(results[run].get("task")) for run in runs}))  # from the runs themselves
     return {"ablation": s.name, "title": f"{s.title} ({tasks})", "setting": s.setting, "variants": list(s.variants),
-            "command": command(s.name),
+            "command": command(s.name, given),
             "evaluation_only": s.evaluation_only, "seeds": list(s.seeds), "max_steps": s.max_steps, "eval": s.eval,
             "lines": {line: {variant: {**aggregate(by_cell[line, variant]), "folder": str(s.dir / line / variant)}
                              for variant in s.variants} for line in s.lines},
@@ -46,7 +42,7 @@ def tabulate(s: AblationSettings, runs: list[Run], results: dict[Run, dict]) -> 
             if s.evaluation_only else None}
 
 
-def markdown(table: dict) -> str:
+def ablation_markdown(table: dict) -> str:
     """The table of ``ablation.md``: a row per line and variant, pooled success with its interval, each run."""
     samples = list(dict.fromkeys(k for cells in table["lines"].values() for c in cells.values() for k in c["runs"]))
     first = "checkpoints" if table["evaluation_only"] else "dataset"

@@ -87,7 +87,7 @@ def plot_run(csv_path: str | Path, metrics: dict | None, out_png: str | Path, ti
 def plot_curves(curve_files, out_png: str | Path, title: str | None = None,
                 minutes_per_step: float | None = None) -> Path:
     """Success on the tuning seeds (95% interval as error bars) against minutes of training, one
-    line per recipe, from ``act.pipeline.curve``'s ``curve.json`` files. ``minutes_per_step``: plot
+    line per recipe, from ``act.apps.curve``'s ``curve.json`` files. ``minutes_per_step``: plot
     steps x this instead of the recorded minutes (recipes of one step cost, timed alone, compared
     from runs made on a machine shared with other work)."""
     import json
@@ -119,7 +119,7 @@ def plot_curves(curve_files, out_png: str | Path, title: str | None = None,
 def plot_ablation(table: dict, out_png: str | Path) -> Path:
     """Success against the ablated setting, in the form of the ACT paper's Fig. 8: one line per dataset
     (or set of checkpoints), each variant's pooled success with its 95% interval as error bars and each
-    run's success as a dot, from ``act.pipeline.ablate``'s table."""
+    run's success as a dot, from ``act.apps.ablate``'s table."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -1,5 +1,5 @@
-"""scripts/ablate.py (act/pipeline/ablate.py): one command per finding of the ACT paper, run at tiny scale in
-this process (tests/e2e/test_scripts.py runs the script once)."""
+"""scripts/ablate.py (act/apps/ablate.py, act/pipeline/ablation.py): one command per finding of the ACT paper,
+run at tiny scale in this process (tests/e2e/test_scripts.py runs the script once)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
-import act.pipeline.ablate as ablate
+import act.apps.ablate as ablate
 import act.pipeline.ablation_table as ablation_table
-import act.pipeline.demo as demo_pipeline
+import act.apps.demo as demo_app
+import act.pipeline.ablation as ablation
 from act.common.errors import InputError, MissingFileError
 from helpers import CONFIGS, tiny_overrides
 
@@ -44,12 +45,12 @@ def test_a_variant_s_runs_pool_into_one_rate_with_a_wilson_interval():
 
 def test_the_shipped_ablations_run_the_paper_s_settings_at_the_quickstart_s_scale(tmp_path):
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        chunk = ablate.AblationSettings.from_cfg(ablation_cfg("ablation=chunk_size"))
-        runs = ablate.plan_runs(chunk)
+        chunk = ablate.ablation_settings(ablation_cfg("ablation=chunk_size"))
+        runs = ablation.plan_runs(chunk)
         ablate.check_runs(chunk, runs)  # every run's demo.py overrides compose
         k1 = compose("demo", overrides=list(runs[0].overrides))
-        cvae = ablate.AblationSettings.from_cfg(ablation_cfg("ablation=cvae", dir=str(tmp_path)))
-        ensembling = ablate.AblationSettings.from_cfg(ablation_cfg("ablation=temporal_ensembling"))
+        cvae = ablate.ablation_settings(ablation_cfg("ablation=cvae", dir=str(tmp_path)))
+        ensembling = ablate.ablation_settings(ablation_cfg("ablation=temporal_ensembling"))
     assert list(chunk.variants) == ["1", "10", "25", "50", "100"] and chunk.seeds == (0, 1, 2)
     assert [r.sample for r in runs[:6]] == ["seed0"] * 5 + ["seed1"] and len(runs) == 15  # seed by seed
     assert runs[0].folder == chunk.dir / "scripted" / "1" / "seed0" and str(chunk.dir) == "outputs/ablations/chunk_size"
@@ -60,13 +61,13 @@ def test_the_shipped_ablations_run_the_paper_s_settings_at_the_quickstart_s_scal
     assert k1.data.dataset_dir == "datasets/quickstart_transfer_cube"  # recorded once, shared by every run
     assert list(k1.demo.expected) == []  # the quickstart's learning curve is no expectation for k = 1
     assert list(cvae.lines) == ["scripted", "human_like"] and list(cvae.variants) == ["with", "without"]
-    assert "demo.expert=human_like" in cvae.lines["human_like"] and len(ablate.plan_runs(cvae)) == 12
+    assert "demo.expert=human_like" in cvae.lines["human_like"] and len(ablation.plan_runs(cvae)) == 12
     assert ensembling.evaluation_only and list(ensembling.variants) == ["off", "0", "0.01", "0.1"]
     with pytest.raises(MissingFileError, match="ablation.checkpoints.k100: outputs/ablations/chunk_size/scripted/100 "
                                                "does not exist; train it first"):
-        ablate.plan_runs(ensembling)  # nothing trained in this folder
+        ablation.plan_runs(ensembling)  # nothing trained in this folder
     with pytest.raises(InputError, match=f"ablation.checkpoints.k100: {tmp_path} is neither a .ckpt file nor a folder"):
-        ablate.checkpoints_of("k100", (str(tmp_path),))  # a folder without runs
+        ablation.checkpoints_of("k100", (str(tmp_path),))  # a folder without runs
 
 
 @pytest.mark.parametrize("overrides, replaced, message", [
@@ -85,8 +86,8 @@ def test_unworkable_ablations_are_refused_before_any_run(overrides, replaced, me
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = ablation_cfg("ablation=chunk_size", f"dir={tmp_path}", *overrides, **replaced)
         with pytest.raises(InputError) as info:
-            s = ablate.AblationSettings.from_cfg(cfg)
-            ablate.check_runs(s, ablate.plan_runs(s))
+            s = ablate.ablation_settings(cfg)
+            ablate.check_runs(s, ablation.plan_runs(s))
     assert message in str(info.value) and not any(tmp_path.iterdir())
 
 
@@ -107,14 +108,14 @@ def test_a_training_ablation_runs_every_variant_then_resumes_without_retraining(
 
     def demo_in_process(seed, run_dir, demo_args, name):  # what act.pipeline.seeds.run_demo runs in a subprocess
         overrides = [f"seed={seed}", f"demo.dir={run_dir}", *demo_args]
-        monkeypatch.setattr(demo_pipeline, "explicit_overrides", lambda: overrides)
+        monkeypatch.setattr(demo_app, "explicit_overrides", lambda: overrides)
         calls.append(name)
-        return demo_pipeline.run(compose("demo", overrides=overrides))
+        return demo_app.main(compose("demo", overrides=overrides))
 
     monkeypatch.setattr(ablate, "run_demo", demo_in_process)
     out = tmp_path / "ablation"
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        table = ablate.run_ablation(tiny_ablation(demos, tmp_path))
+        table = ablate.main(tiny_ablation(demos, tmp_path))
         assert calls == ["scripted/1/seed0", "scripted/4/seed0"] and "3 kept + 0 recorded" in capsys.readouterr().out
         for k in (1, 4):  # each chunk size trained, evaluated chunked (a query every k ticks)
             metrics = json.loads((out / "scripted" / str(k) / "seed0" / "eval" / "metrics.json").read_text())
@@ -129,16 +130,16 @@ def test_a_training_ablation_runs_every_variant_then_resumes_without_retraining(
         assert (out / "ablation.png").read_bytes()[:8] == PNG
 
         # The same command again: nothing trained or evaluated again.
-        assert ablate.run_ablation(tiny_ablation(demos, tmp_path)) == table and len(calls) == 2
+        assert ablate.main(tiny_ablation(demos, tmp_path)) == table and len(calls) == 2
         assert capsys.readouterr().out.count("finished before") == 2
         # A run stopped before its summary: continued (demo.py resumes; here nothing is left to do).
         (out / "scripted" / "4" / "seed0" / "summary.json").unlink()
-        ablate.run_ablation(tiny_ablation(demos, tmp_path))
+        ablate.main(tiny_ablation(demos, tmp_path))
         assert calls[2:] == ["scripted/4/seed0"] and "already at step 4 of 4" in capsys.readouterr().out
         # Other settings in the same folder: refused before anything runs.
         with pytest.raises(InputError, match=r"holds a run made with \['trainer.max_steps=4'\] where this one has "
                                              r"\['trainer.max_steps=6'\]; give another dir="):
-            ablate.run_ablation(tiny_ablation(demos, tmp_path, "ablation.max_steps=6"))
+            ablate.main(tiny_ablation(demos, tmp_path, "ablation.max_steps=6"))
     assert len(calls) == 3
 
 
@@ -150,7 +151,7 @@ def test_temporal_ensembling_evaluates_checkpoints_under_each_setting_once(tiny_
                            "ablation.eval.workers=0", "ablation.eval.batch_envs=1", "+ablation.eval.episode_len=40",
                            run_overrides=["execution.precision=32-true"], checkpoints={"tiny": [str(tiny_checkpoint)]},
                            variants={"off": ["execution=chunked"], "0.01": ["execution.temporal_ensemble_coeff=0.01"]})
-        return ablate.run_ablation(cfg)
+        return ablate.main(cfg)
 
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         table = run()

@@ -76,7 +76,7 @@ def test_time_calls_counts_only_the_timed_calls():
 def test_learning_curve_times_its_steps_where_the_trainer_will_train(mock_gpus, monkeypatch, tmp_path):
     from hydra import compose, initialize_config_dir
 
-    from act.pipeline import curve
+    from act.apps import curve
     from helpers import CONFIGS
 
     mock_gpus((7, 5))  # a T4: 16-mixed

@@ -12,7 +12,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import act.pipeline.demo as demo_pipeline
+import act.apps.demo as demo_app
 from act.data.episodes import EpisodeIndex
 from act.apps.train import train
 from act.training.run import ConfigError
@@ -22,9 +22,9 @@ from helpers import CONFIGS, ROOT, assert_same_weights, demo_overrides, make_cfg
 def run_demo(monkeypatch, capsys, *overrides) -> str:
     """What ``scripts/demo.py <overrides>`` does, in this process; returns what it printed. The
     pipeline reads the command line's overrides from Hydra (an explicit trainer.max_steps wins)."""
-    monkeypatch.setattr(demo_pipeline, "explicit_overrides", lambda: list(overrides))
+    monkeypatch.setattr(demo_app, "explicit_overrides", lambda: list(overrides))
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        demo_pipeline.run(compose("demo", overrides=list(overrides)))
+        demo_app.main(compose("demo", overrides=list(overrides)))
     return capsys.readouterr().out
 
 
@@ -65,20 +65,20 @@ def test_the_plan_times_both_memory_formats_and_keeps_the_faster(monkeypatch, tm
         timed.append(sorted(modules))
         return {layout: {True: 0.2, False: 0.1}[layout] for layout in modules}
 
-    monkeypatch.setattr(demo_pipeline, "time_training_steps", time_training_steps)
+    monkeypatch.setattr(demo_app, "time_training_steps", time_training_steps)
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("demo", overrides=demo_overrides(tmp_path, "policy.channels_last=auto"))
     plan = tmp_path / "plan.json"
-    module, step_s, line = demo_pipeline.time_memory_formats(cfg, "32-true", plan)
+    module, step_s, line = demo_app.time_memory_formats(cfg, "32-true", plan)
     assert timed == [[False, True]] and step_s == 0.1 and cfg.policy.channels_last is False
     assert line == "policy.channels_last=False (channels-last 200 ms, contiguous 100 ms)"
     assert module.net.model.backbone.conv1.weight.is_contiguous()  # the probe module is the chosen one
     plan.write_text(json.dumps({"max_steps": 10, "why": "fits", "channels_last": True}))  # a rerun keeps its choice
     cfg.policy.channels_last = "auto"
-    _, step_s, line = demo_pipeline.time_memory_formats(cfg, "32-true", plan)
+    _, step_s, line = demo_app.time_memory_formats(cfg, "32-true", plan)
     assert timed[-1] == [True] and cfg.policy.channels_last is True and step_s == 0.2
     cfg.policy.channels_last = False  # set by the user: timed as given, nothing chosen
-    assert demo_pipeline.time_memory_formats(cfg, "32-true", plan)[2] is None
+    assert demo_app.time_memory_formats(cfg, "32-true", plan)[2] is None
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -87,12 +87,12 @@ def test_the_plan_times_both_memory_formats_and_keeps_the_faster(monkeypatch, tm
     (["demo.checkpoint=first"], "demo.checkpoint='first' is unknown; valid: last, best"),
 ])
 def test_demo_rejects_unworkable_settings(tmp_path, extra, message):
-    # act/pipeline/demo.py's run() on the composed config refuses before recording or training anything (the
+    # act/apps/demo.py's main() on the composed config refuses before recording or training anything (the
     # script prints these as `error: ...` and exits 2: tests/e2e/test_scripts.py).
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("demo", overrides=demo_overrides(tmp_path, *extra))
         with pytest.raises((ConfigError, ValueError)) as info:
-            demo_pipeline.run(cfg)
+            demo_app.main(cfg)
     assert message in str(info.value)
     assert not (tmp_path / "data").exists() and not (tmp_path / "demo" / "train" / "checkpoints").exists()
 
@@ -160,7 +160,7 @@ def test_the_demo_records_with_the_expert_it_names(monkeypatch, capsys, tmp_path
     def stop(*args):
         raise Recorded
 
-    monkeypatch.setattr(demo_pipeline, "plan_stages", stop)
+    monkeypatch.setattr(demo_app, "plan_stages", stop)
     with pytest.raises(Recorded):
         run_demo(monkeypatch, capsys, *demo_overrides(tmp_path, "experiment=cpu_quickstart_human_like"))
     printed = capsys.readouterr().out
@@ -180,7 +180,7 @@ def test_human_like_demos_and_runs_have_folders_of_their_own():
         human_like = compose("demo", overrides=["experiment=cpu_quickstart_human_like"])
         insertion = compose("demo", overrides=["experiment=cpu_quickstart_human_like", "task=insertion"])
         with pytest.raises(ValueError, match=r"demo.expert='people' is unknown; valid: human_like, scripted"):
-            demo_pipeline.expert_named("people")
+            demo_app.expert_named("people")
     assert (scripted.demo.expert, human_like.demo.expert) == ("scripted", "human_like")
     assert human_like.data.dataset_dir == "datasets/quickstart_transfer_cube_human_like"
     assert insertion.data.dataset_dir == "datasets/quickstart_insertion_human_like"

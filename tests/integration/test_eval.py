@@ -14,7 +14,8 @@ import torch
 
 from act.eval.backends import make_eval_env
 from act.eval.expert import ScriptedReplayPolicy
-from act.eval.harness import build_spec, evaluate_with_bar, latency_ticks
+from act.apps.evaluate import build_spec
+from act.eval.harness import evaluate_with_bar, latency_ticks
 from act.eval.rollout import EvalSpec, evaluate, run_episodes
 from act.runtime.policy import ACTPolicy
 from act.apps.train import train

@@ -9,7 +9,8 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-import act.pipeline.demo as demo_pipeline
+import act.apps.demo as demo_app
+import act.pipeline.demo_budget as demo_budget
 from act.training.budget import TRAINER_OVERHEAD, steps_within
 from act.model import ACT, ACTConfig
 from act.model.backbone import ResNetBackbone, feature_hw
@@ -126,45 +127,45 @@ def demo_cfg(**demo):
 
 
 def test_demo_fits_its_steps_to_the_budget(tmp_path, monkeypatch):
-    monkeypatch.setattr(demo_pipeline, "explicit_overrides", lambda: [])
-    monkeypatch.setattr(demo_pipeline, "seconds_since_start", lambda: 600.0)  # 10 minutes spent recording
+    monkeypatch.setattr(demo_app, "explicit_overrides", lambda: [])
+    monkeypatch.setattr(demo_app, "seconds_since_start", lambda: 600.0)  # 10 minutes spent recording
     cfg = demo_cfg()
-    plan = demo_pipeline.choose_steps(cfg, cfg.demo, step_s=0.3, eval_s=120.0, plan_path=tmp_path / "plan.json")
-    train_s = 45 * 60 - 600 - 120 - demo_pipeline.END_MARGIN_S
+    plan = demo_app.choose_steps(cfg, cfg.demo, step_s=0.3, eval_s=120.0, plan_path=tmp_path / "plan.json")
+    train_s = 45 * 60 - 600 - 120 - demo_budget.END_MARGIN_S
     assert plan["max_steps"] == steps_within(train_s, 0.3) == int(train_s / (TRAINER_OVERHEAD * 0.3))
     assert "demo.budget_min=45" in plan["why"]
     # A rerun keeps the schedule it started with, whatever the clock says now.
-    monkeypatch.setattr(demo_pipeline, "seconds_since_start", lambda: 2000.0)
-    again = demo_pipeline.choose_steps(cfg, cfg.demo, 0.5, 120.0, tmp_path / "plan.json")
+    monkeypatch.setattr(demo_app, "seconds_since_start", lambda: 2000.0)
+    again = demo_app.choose_steps(cfg, cfg.demo, 0.5, 120.0, tmp_path / "plan.json")
     assert again["max_steps"] == plan["max_steps"] and "kept from" in again["why"]
 
 
 def test_demo_train_min_floor_ceiling_and_explicit_steps(tmp_path, monkeypatch):
-    monkeypatch.setattr(demo_pipeline, "explicit_overrides", lambda: [])
+    monkeypatch.setattr(demo_app, "explicit_overrides", lambda: [])
     cfg = demo_cfg(train_min=10)
-    plan = demo_pipeline.choose_steps(cfg, cfg.demo, 0.25, 60.0, tmp_path / "a.json")
+    plan = demo_app.choose_steps(cfg, cfg.demo, 0.25, 60.0, tmp_path / "a.json")
     assert plan["max_steps"] == steps_within(600, 0.25) and "demo.train_min=10" in plan["why"]
-    slow = demo_pipeline.choose_steps(cfg, cfg.demo, 5.0, 60.0, tmp_path / "b.json")
+    slow = demo_app.choose_steps(cfg, cfg.demo, 5.0, 60.0, tmp_path / "b.json")
     assert slow["max_steps"] == 1000 and "clamped to demo.steps_floor=1000" in slow["why"]
-    fast = demo_pipeline.choose_steps(cfg, cfg.demo, 0.001, 60.0, tmp_path / "c.json")
+    fast = demo_app.choose_steps(cfg, cfg.demo, 0.001, 60.0, tmp_path / "c.json")
     assert fast["max_steps"] == 20000 and "steps_ceiling" in fast["why"]
-    monkeypatch.setattr(demo_pipeline, "explicit_overrides", lambda: ["trainer.max_steps=123"])
+    monkeypatch.setattr(demo_app, "explicit_overrides", lambda: ["trainer.max_steps=123"])
     cfg.trainer.max_steps = 123
-    assert demo_pipeline.choose_steps(cfg, cfg.demo, 0.25, 60.0, tmp_path / "d.json")["max_steps"] == 123
+    assert demo_app.choose_steps(cfg, cfg.demo, 0.25, 60.0, tmp_path / "d.json")["max_steps"] == 123
 
 
 def test_the_demo_re_plans_only_a_plan_it_just_fitted_to_a_budget(tmp_path, monkeypatch):
-    monkeypatch.setattr(demo_pipeline, "explicit_overrides", lambda: [])
-    monkeypatch.setattr(demo_pipeline, "seconds_since_start", lambda: 600.0)
+    monkeypatch.setattr(demo_app, "explicit_overrides", lambda: [])
+    monkeypatch.setattr(demo_app, "seconds_since_start", lambda: 600.0)
     cfg = demo_cfg()
-    plan = demo_pipeline.choose_steps(cfg, cfg.demo, step_s=0.3, eval_s=120.0, plan_path=tmp_path / "plan.json")
-    refit = demo_pipeline.fit_to_budget(plan, 0, tmp_path / "plan.json")
+    plan = demo_app.choose_steps(cfg, cfg.demo, step_s=0.3, eval_s=120.0, plan_path=tmp_path / "plan.json")
+    refit = demo_budget.fit_to_budget(plan, 0, tmp_path / "plan.json")
     assert refit["_target_"] == "act.training.fit_budget.FitToBudget" and refit["floor"] == 1000
     assert refit["deadline"] == pytest.approx(plan["deadline"]) and refit["ceiling"] == 20000
-    assert demo_pipeline.fit_to_budget(plan, 500, tmp_path / "plan.json") is None  # resumed past the timed steps
-    kept = demo_pipeline.choose_steps(cfg, cfg.demo, 0.3, 120.0, tmp_path / "plan.json")
-    assert demo_pipeline.fit_to_budget(kept, 0, tmp_path / "plan.json") is None  # its deadline has passed
-    assert demo_pipeline.fit_to_budget({"max_steps": 50, "why": "given"}, 0, tmp_path / "plan.json") is None
+    assert demo_budget.fit_to_budget(plan, 500, tmp_path / "plan.json") is None  # resumed past the timed steps
+    kept = demo_app.choose_steps(cfg, cfg.demo, 0.3, 120.0, tmp_path / "plan.json")
+    assert demo_budget.fit_to_budget(kept, 0, tmp_path / "plan.json") is None  # its deadline has passed
+    assert demo_budget.fit_to_budget({"max_steps": 50, "why": "given"}, 0, tmp_path / "plan.json") is None
 
 
 def test_a_run_slower_than_planned_is_re_planned_to_end_by_its_deadline(demos, tmp_path, monkeypatch, capsys):
@@ -191,6 +192,6 @@ def test_a_run_slower_than_planned_is_re_planned_to_end_by_its_deadline(demos, t
 
 def test_demo_expects_success_from_the_learning_curve():
     demo = OmegaConf.create({"expected": [[2000, 0.6], [6000, 0.9]], "expected_source": "docs/results.md"})
-    assert demo_pipeline.expected_success(demo, 4000).startswith("about 0.75 success expected at 4000 steps")
-    assert "beyond the measured curve" in demo_pipeline.expected_success(demo, 9000)
-    assert demo_pipeline.expected_success(OmegaConf.create({"expected": []}), 100) is None
+    assert demo_budget.expected_success(demo, 4000).startswith("about 0.75 success expected at 4000 steps")
+    assert "beyond the measured curve" in demo_budget.expected_success(demo, 9000)
+    assert demo_budget.expected_success(OmegaConf.create({"expected": []}), 100) is None

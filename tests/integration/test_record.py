@@ -15,7 +15,7 @@ from act.data.inspect import format_summary, validate
 from act.data.inspect import summary as inspect_summary
 from act.data.record import RecordSettings, describe, record, record_with_bar, settings_from_cfg
 from act.data.schema import list_episode_files, write_episode
-from act.eval.expert import scripted_rollouts
+import act.apps.rollout as scripted_rollout
 from act.envs.experts import ScriptedSettings
 from act.envs.human_like import HumanLikeSettings
 from helpers import CONFIGS
@@ -183,7 +183,7 @@ def test_scripted_rollout_measures_the_human_like_expert(tmp_path):
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("scripted_rollout", overrides=["expert=human_like", "num_episodes=2", "seed=1",
                                                      "num_videos=0", f"out_dir={tmp_path}"])
-    metrics = scripted_rollouts(cfg)
+    metrics = scripted_rollout.main(cfg)
     assert metrics["expert"]["name"] == "human_like" and metrics["seeds"] == [1, 2]
     assert all(len(e["expert_choices"]["pauses"]) == 2 for e in metrics["episodes"])
     assert json.loads((tmp_path / "metrics.json").read_text())["expert"] == metrics["expert"]

@@ -24,7 +24,7 @@ from act.training.callbacks import CheckpointSaveError, DivergenceError, SafeChe
 from act.data.episodes import DatasetError
 from act.data.inspect import validate
 from act.data.record import RecordSettings, record
-from act.eval.harness import build_spec
+from act.apps.evaluate import build_spec
 from act.training.module import read_checkpoint
 from act.apps.train import train
 from act.training.run import ConfigError
@@ -73,7 +73,7 @@ def test_eval_refuses_another_task_unless_asked(tiny_checkpoint, monkeypatch):
     ("env.backend=gym_aloha", "gym-aloha renders 480x640 images; this policy needs \\(32, 32\\)"),
 ])
 def test_eval_settings_are_checked_before_the_policy_is_built(tiny_checkpoint, monkeypatch, override, message):
-    import act.eval.harness as run
+    import act.apps.evaluate as run
 
     def never(*args, **kwargs):
         raise AssertionError("the policy was built before the settings were checked")
@@ -254,7 +254,7 @@ def test_train_script_reports_divergence_as_one_error_line(run_script, demos, tm
 
 
 def test_demo_reports_divergence_as_one_error_line(demos, tmp_path, capsys):
-    from act.pipeline.demo import run
+    from act.apps import demo
     from act.apps.cli import run_main
     from helpers import demo_overrides
 
@@ -263,7 +263,7 @@ def test_demo_reports_divergence_as_one_error_line(demos, tmp_path, capsys):
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("demo", overrides=demo_overrides(tmp_path, "trainer.max_steps=4", "policy.optimizer.lr=1e9"))
         with pytest.raises(SystemExit) as code:
-            run_main(run, cfg)
+            run_main(demo.main, cfg)
     assert code.value.code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("error: training diverged at step ")
 

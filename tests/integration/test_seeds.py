@@ -1,4 +1,5 @@
-"""scripts/seeds.py (act/pipeline/seeds.py): one experiment over several training seeds, with the spread of success."""
+"""scripts/seeds.py (act/apps/seeds.py, act/pipeline/seeds.py): one experiment over several training seeds, with the
+spread of success."""
 
 from __future__ import annotations
 
@@ -6,15 +7,16 @@ import json
 
 import pytest
 
-import act.pipeline.seeds as seeds_script
+import act.apps.seeds as seeds_app
+from act.pipeline.seeds import spread
 from act.apps.cli import run_main
 from helpers import ROOT, demo_overrides
 
 
 def test_arguments_split_at_the_double_dash(tmp_path):
-    seeds, folder, demo_args = seeds_script.parse(["seeds=[3,4]", f"dir={tmp_path}", "--", "task=insertion"])
+    seeds, folder, demo_args = seeds_app.parse(["seeds=[3,4]", f"dir={tmp_path}", "--", "task=insertion"])
     assert seeds == [3, 4] and folder == tmp_path and demo_args == ["task=insertion"]
-    assert seeds_script.parse([])[0] == [0, 1, 2]
+    assert seeds_app.parse([])[0] == [0, 1, 2]
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -23,16 +25,16 @@ def test_arguments_split_at_the_double_dash(tmp_path):
 ])
 def test_bad_arguments_are_one_line_errors(argv, message, capsys):
     with pytest.raises(SystemExit) as info:
-        run_main(seeds_script.parse, argv)
+        run_main(seeds_app.parse, argv)
     err = capsys.readouterr().err
     assert info.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1 and message in err
 
 
 def test_spread_is_mean_and_range():
     run = {"success_rate_ci95": [0, 1], "successes": 0, "num_episodes": 50, "wall_time_s": {}}
-    result = seeds_script.spread({0: {**run, "success_rate": 0.8, "stage_rates": {"1": 1.0, "10": 0.8}},
-                                  2: {**run, "success_rate": 0.9, "stage_rates": {"1": 0.9, "10": 0.9}},
-                                  1: {**run, "success_rate": 0.7, "stage_rates": {"1": 0.8, "10": 0.7}}})
+    result = spread({0: {**run, "success_rate": 0.8, "stage_rates": {"1": 1.0, "10": 0.8}},
+                     2: {**run, "success_rate": 0.9, "stage_rates": {"1": 0.9, "10": 0.9}},
+                     1: {**run, "success_rate": 0.7, "stage_rates": {"1": 0.8, "10": 0.7}}})
     assert result["seeds"] == [0, 1, 2] and result["min"] == 0.7 and result["max"] == 0.9
     assert result["mean"] == pytest.approx(0.8) and set(result["per_seed"]) == {"0", "1", "2"}
     # Stages in reward order (numeric, not text), each the mean over seeds.

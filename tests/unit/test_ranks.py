@@ -10,8 +10,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from lightning.pytorch.utilities import rank_zero_only
 
-import act.pipeline.curve as curve_pipeline
-import act.pipeline.demo as demo_pipeline
+import act.apps.curve as curve_app
+import act.apps.demo as demo_app
 from act.data.datamodule import ACTDataModule, auto_workers
 from act.training import run
 from act.training.eval_callback import EvalCallback, EvaluationError
@@ -80,27 +80,27 @@ def test_a_failed_evaluation_on_rank_zero_stops_every_rank_after_the_broadcast(m
 
 def test_after_ddp_training_only_rank_zero_evaluates_the_demo(monkeypatch, tmp_path):
     monkeypatch.setattr(rank_zero_only, "rank", 1)
-    monkeypatch.setattr(demo_pipeline, "record_with_bar", lambda settings: SimpleNamespace(kept=2, recorded=0,
+    monkeypatch.setattr(demo_app, "record_with_bar", lambda settings: SimpleNamespace(kept=2, recorded=0,
                                                                                    expert_success_rate=None))
-    monkeypatch.setattr(demo_pipeline, "train", lambda cfg: {})  # every rank returns from training
-    monkeypatch.setattr(demo_pipeline, "evaluate_and_save", no_evaluation)
-    monkeypatch.setattr(demo_pipeline, "explicit_overrides", lambda: ["trainer.max_steps=4"])
+    monkeypatch.setattr(demo_app, "train", lambda cfg: {})  # every rank returns from training
+    monkeypatch.setattr(demo_app, "evaluate_and_save", no_evaluation)
+    monkeypatch.setattr(demo_app, "explicit_overrides", lambda: ["trainer.max_steps=4"])
     overrides = demo_overrides(tmp_path, "trainer.max_steps=4", "trainer.accelerator=gpu")  # no CPU timing
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        assert demo_pipeline.run(compose("demo", overrides=overrides)) == {}
+        assert demo_app.main(compose("demo", overrides=overrides)) == {}
     assert not (tmp_path / "demo" / "summary.json").exists()
 
 
 def test_after_ddp_training_only_rank_zero_scores_the_learning_curve(monkeypatch, tmp_path):
     monkeypatch.setattr(rank_zero_only, "rank", 1)
-    monkeypatch.setattr(curve_pipeline, "train", lambda cfg: {})
-    monkeypatch.setattr(curve_pipeline, "evaluate_and_save", no_evaluation)
+    monkeypatch.setattr(curve_app, "train", lambda cfg: {})
+    monkeypatch.setattr(curve_app, "evaluate_and_save", no_evaluation)
     (tmp_path / "data").mkdir()
     overrides = [*tiny_overrides(tmp_path / "data", tmp_path / "run"), "policy.lr_warmup_steps=1", "curve.name=tiny",
                  f"curve.dir={tmp_path / 'curves'}", "curve.max_steps=2", "curve.overrides=[]"]
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("learning_curve", overrides=overrides)
-    assert curve_pipeline.run_curve(cfg) == {}
+    assert curve_app.main(cfg) == {}
     assert not (tmp_path / "curves" / "tiny" / "curve.json").exists()
 
 

@@ -1,4 +1,6 @@
-"""Learning curves: closed-loop success against minutes of training on this machine.
+"""``scripts/learning_curve.py``: closed-loop success against minutes of training on this machine.
+
+    python scripts/learning_curve.py curve.name=quickstart curve.train_min=12.7
 
 One training run per recipe saves checkpoints at fixed marks of its wall time
 (``act.training.marks``); each is scored on the tuning seeds (200000.., never the held-out
@@ -8,6 +10,8 @@ recipe with cheaper steps is credited with taking more of them.
 
 A mark before the end is a checkpoint in the middle of its run's learning-rate schedule, not the
 end of a shorter run: the last point of each curve is the recipe as shipped for that budget.
+Settings: configs/learning_curve.yaml (and all of train.yaml). Rerunning resumes training and scores
+only what is missing.
 """
 
 from __future__ import annotations
@@ -19,16 +23,38 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from act.apps.evaluate import build_spec, evaluate_and_save
 from act.apps.train import build_probe_module, check_dataset_folder, train
-from act.training.budget import minutes, steps_within, time_training_step
-from act.eval.harness import build_spec, evaluate_and_save, summary_line
+from act.common.io import write_json
+from act.eval.harness import summary_line
 from act.runtime.device import trainer_device
 from act.runtime.precision import resolve_precision
-from act.training.run import ConfigError, is_rank_zero
+from act.training.budget import minutes, steps_within, time_training_step
 from act.training.marks import mark_name
-from act.common.io import write_json
+from act.training.run import ConfigError, is_rank_zero
 
 TUNING_SEED = 200000  # recipe choices are scored here, never on the held-out 100000..
+
+
+def main(cfg: DictConfig) -> dict:
+    """Train ``cfg`` for ``curve.train_min`` minutes with checkpoints at ``curve.marks_min``, score
+    every mark and the end, write ``<dir>/<name>/curve.json`` and plot every curve in ``<dir>``."""
+    root = Path(cfg.curve.dir) / str(cfg.curve.name)
+    check_dataset_folder(cfg)  # before the plan: no demonstrations yet is what a new user meets first
+    plan = plan_steps(cfg, root / "plan.json")
+    marks = train_with_marks(cfg, plan)
+    if marks is None:
+        return {}  # DDP: every rank trained; rank 0 alone scores the marks and plots
+    points = score_marks(cfg, marks, root)
+    curve = {"name": str(cfg.curve.name), "label": str(cfg.curve.label or cfg.curve.name), "plan": plan,
+             "points": points, "overrides": list(cfg.curve.get("overrides") or [])}
+    write_json(root / "curve.json", curve)
+    from act.pipeline.plot import plot_curves  # matplotlib only when plotting
+
+    png = plot_curves(sorted(Path(cfg.curve.dir).glob("*/curve.json")), Path(cfg.curve.dir) / "curves.png",
+                      title=cfg.curve.title)
+    print(f"curve: {root / 'curve.json'} | figure: {png}")
+    return curve
 
 
 def plan_steps(cfg: DictConfig, plan_path: Path) -> dict:
@@ -57,6 +83,47 @@ def plan_steps(cfg: DictConfig, plan_path: Path) -> dict:
     return plan
 
 
+def train_with_marks(cfg: DictConfig, plan: dict) -> dict | None:
+    """The marks saved (``marks.json``: each mark's minute and step, and the end): read back once training
+    finished, else after training the planned steps here; None on a DDP rank other than 0."""
+    ckpt_dir = Path(cfg.out_dir) / "checkpoints"
+    with open_dict(cfg):
+        cfg.trainer.max_steps = plan["max_steps"]
+        cfg.callbacks.marks = {"_target_": "act.training.marks.WallClockCheckpoints",
+                               "marks_min": list(cfg.curve.marks_min), "dirpath": str(ckpt_dir),
+                               "step_s": cfg.curve.step_s}
+    marks_path = ckpt_dir / "marks.json"
+    marks = json.loads(marks_path.read_text()) if marks_path.is_file() else {}
+    if marks.get("final"):
+        return marks
+    print(f"[1/2] training {cfg.curve.name}: {plan['max_steps']} steps"
+          + (f" (~{plan['train_min']:g} min at {1000 * plan['step_s']:.0f} ms/step)"
+             if plan["train_min"] else "") + f" -> {cfg.out_dir}", flush=True)
+    start = time.perf_counter()
+    train(cfg)
+    if not is_rank_zero():
+        return None
+    print(f"      trained in {minutes(time.perf_counter() - start)}", flush=True)
+    return json.loads(marks_path.read_text())
+
+
+def score_marks(cfg: DictConfig, marks: dict, root: Path) -> list[dict]:
+    """Every mark's checkpoint and the last one, each with its success on the tuning seeds."""
+    ckpt_dir = Path(cfg.out_dir) / "checkpoints"
+    points = [dict(m, ckpt=str(ckpt_dir / mark_name(m["minute"]))) for m in marks["marks"]]
+    final = marks["final"]
+    points.append({"minute": final["elapsed_s"] / 60.0, "step": final["step"], "elapsed_s": final["elapsed_s"],
+                   "ckpt": str(ckpt_dir / "last.ckpt"), "final": True})
+    print(f"[2/2] scoring {len(points)} checkpoints on the tuning seeds", flush=True)
+    for point in points:
+        name = "final" if point.get("final") else f"minute{point['minute']:g}"
+        metrics = score(cfg, Path(point["ckpt"]), root / "eval" / name)
+        point.update(success_rate=metrics["success_rate"], ci95=metrics["success_rate_ci95"],
+                     successes=metrics["successes"], num_episodes=metrics["num_episodes"],
+                     stage_rates=metrics["stage_rates"])
+    return points
+
+
 def score(cfg: DictConfig, ckpt: Path, out_dir: Path) -> dict:
     """Closed-loop success of ``ckpt`` on the tuning seeds (kept in ``out_dir/metrics.json``)."""
     metrics_path = out_dir / "metrics.json"
@@ -72,49 +139,3 @@ def score(cfg: DictConfig, ckpt: Path, out_dir: Path) -> dict:
     metrics, _ = evaluate_and_save(eval_cfg, spec, described)
     print(f"      {ckpt.name}: {summary_line(metrics)}", flush=True)
     return metrics
-
-
-def run_curve(cfg: DictConfig) -> dict:
-    """Train ``cfg`` for ``curve.train_min`` minutes with checkpoints at ``curve.marks_min``, score
-    every mark and the end, write ``<dir>/<name>/curve.json`` and plot every curve in ``<dir>``."""
-    root = Path(cfg.curve.dir) / str(cfg.curve.name)
-    check_dataset_folder(cfg)  # before the plan: no demonstrations yet is what a new user meets first
-    plan = plan_steps(cfg, root / "plan.json")
-    ckpt_dir = Path(cfg.out_dir) / "checkpoints"
-    with open_dict(cfg):
-        cfg.trainer.max_steps = plan["max_steps"]
-        cfg.callbacks.marks = {"_target_": "act.training.marks.WallClockCheckpoints",
-                               "marks_min": list(cfg.curve.marks_min), "dirpath": str(ckpt_dir),
-                               "step_s": cfg.curve.step_s}
-    marks_path = ckpt_dir / "marks.json"
-    marks = json.loads(marks_path.read_text()) if marks_path.is_file() else {}
-    if not marks.get("final"):
-        print(f"[1/2] training {cfg.curve.name}: {plan['max_steps']} steps"
-              + (f" (~{plan['train_min']:g} min at {1000 * plan['step_s']:.0f} ms/step)"
-                 if plan["train_min"] else "") + f" -> {cfg.out_dir}", flush=True)
-        start = time.perf_counter()
-        train(cfg)
-        if not is_rank_zero():
-            return {}  # DDP: every rank trained; rank 0 alone scores the marks and plots
-        print(f"      trained in {minutes(time.perf_counter() - start)}", flush=True)
-        marks = json.loads(marks_path.read_text())
-    points = [dict(m, ckpt=str(ckpt_dir / mark_name(m["minute"]))) for m in marks["marks"]]
-    final = marks["final"]
-    points.append({"minute": final["elapsed_s"] / 60.0, "step": final["step"], "elapsed_s": final["elapsed_s"],
-                   "ckpt": str(ckpt_dir / "last.ckpt"), "final": True})
-    print(f"[2/2] scoring {len(points)} checkpoints on the tuning seeds", flush=True)
-    for point in points:
-        name = "final" if point.get("final") else f"minute{point['minute']:g}"
-        metrics = score(cfg, Path(point["ckpt"]), root / "eval" / name)
-        point.update(success_rate=metrics["success_rate"], ci95=metrics["success_rate_ci95"],
-                     successes=metrics["successes"], num_episodes=metrics["num_episodes"],
-                     stage_rates=metrics["stage_rates"])
-    curve = {"name": str(cfg.curve.name), "label": str(cfg.curve.label or cfg.curve.name), "plan": plan,
-             "points": points, "overrides": list(cfg.curve.get("overrides") or [])}
-    write_json(root / "curve.json", curve)
-    from act.pipeline.plot import plot_curves  # matplotlib only when plotting
-
-    png = plot_curves(sorted(Path(cfg.curve.dir).glob("*/curve.json")), Path(cfg.curve.dir) / "curves.png",
-                      title=cfg.curve.title)
-    print(f"curve: {root / 'curve.json'} | figure: {png}")
-    return curve

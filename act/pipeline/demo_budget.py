@@ -1,0 +1,64 @@
+"""`make demo`'s time budget: the clock since `make demo` started, the training steps that fit the time
+left, the FitToBudget callback that corrects them early in training, and the success a recipe's learning
+curve leads one to expect after them. act/apps/demo.py reads the budget from the experiment's ``demo:``
+block and prints the plan."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from act.training.budget import steps_within
+
+FIT_FROM_STEP, FIT_AT_STEP = 100, 400  # the real steps timed to correct the plan (at most; fewer in short runs)
+END_MARGIN_S = 60.0  # left in the budget for the plot, the summary and the timing's own error
+PROCESS_START = time.time()  # the budget's clock when `make demo` did not start it (DEMO_START)
+
+
+def seconds_since_start() -> float:
+    """Seconds since `make demo` started (``DEMO_START``), else since this process started."""
+    if os.environ.get("DEMO_START"):
+        return time.time() - float(os.environ["DEMO_START"])
+    return time.time() - PROCESS_START
+
+
+def fitted_plan(train_s: float, step_s: float, why: str, floor: int | None, ceiling: int | None) -> dict:
+    """The plan of a run that trains ``train_s`` seconds at ``step_s`` a step (``why``: the budget it fits),
+    clamped to ``floor``..``ceiling`` steps (1 and no limit where None): the steps, why, and what
+    FitToBudget needs to correct them (the step time, the training time, its deadline, the bounds)."""
+    steps = steps_within(max(train_s, 0.0), step_s)
+    floor, ceiling = int(floor or 1), int(ceiling or steps or 1)
+    clamped = min(max(steps, floor), ceiling)
+    if clamped != steps:
+        why += f"; {steps} steps clamped to demo.steps_{'floor' if clamped == floor else 'ceiling'}={clamped}"
+    return {"max_steps": clamped, "why": why, "step_s": step_s, "train_s": train_s,
+            "deadline": time.time() + train_s, "floor": floor, "ceiling": ceiling}
+
+
+def fit_to_budget(plan: dict, done: int, plan_path: Path) -> dict | None:
+    """The FitToBudget callback's config for a run whose steps were just chosen to fit a budget
+    (act/training/fit_budget.py: the real steps' time corrects the plan early in training); None for
+    given steps, a plan kept from an earlier start, or a run resumed past the steps it times."""
+    if "deadline" not in plan or "kept from" in plan["why"] or done >= FIT_FROM_STEP:
+        return None
+    at_step = min(FIT_AT_STEP, FIT_FROM_STEP + max(plan["max_steps"] // 20, 50))
+    if at_step >= plan["max_steps"]:
+        return None
+    return {"_target_": "act.training.fit_budget.FitToBudget", "deadline": plan["deadline"],
+            "from_step": FIT_FROM_STEP, "at_step": at_step, "floor": plan["floor"], "ceiling": plan["ceiling"],
+            "plan_path": str(plan_path)}
+
+
+def expected_success(demo: Mapping, steps: int) -> str | None:
+    """What the recipe's learning curve (``demo.expected``: [[steps, success], ...]) leads one to
+    expect after ``steps`` steps, as a phrase; None without a curve."""
+    curve = sorted((int(s), float(r)) for s, r in (demo.get("expected") or []))
+    if not curve:
+        return None
+    rate = float(np.interp(steps, [s for s, _ in curve], [r for _, r in curve]))
+    note = " (beyond the measured curve)" if steps > curve[-1][0] else ""
+    return f"about {rate:.2f} success expected at {steps} steps{note}; {demo.get('expected_source', '')}".rstrip("; ")
