@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from act.bench.env import bench_env
+from act.apps import bench_env
 from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("bench/env")
 def main(cfg: DictConfig) -> dict:
-    return run_main(bench_env, cfg)
+    return run_main(bench_env.main, cfg)
 
 
 if __name__ == "__main__":

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from act.bench.eval import bench_eval
+from act.apps import bench_eval
 from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("bench/eval")
 def main(cfg: DictConfig) -> dict:
-    return run_main(bench_eval, cfg)
+    return run_main(bench_eval.main, cfg)
 
 
 if __name__ == "__main__":

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from act.bench.export import bench_export
+from act.apps import bench_export
 from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("bench/export")
 def main(cfg: DictConfig) -> dict:
-    return run_main(bench_export, cfg)
+    return run_main(bench_export.main, cfg)
 
 
 if __name__ == "__main__":

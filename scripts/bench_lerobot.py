@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from act.bench.lerobot import bench_lerobot
+from act.apps import bench_lerobot
 from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("bench/lerobot")
 def main(cfg: DictConfig) -> dict:
-    return run_main(bench_lerobot, cfg)
+    return run_main(bench_lerobot.main, cfg)
 
 
 if __name__ == "__main__":

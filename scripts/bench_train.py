@@ -8,20 +8,20 @@
 Times full training steps at batch ``batch_size`` with random images and actions, each precision
 interleaved with the others, and single queries at batch 1. Reports ms/step, samples/s, GFLOP/s,
 the step's ``floor_ratio`` (its time over its FLOPs at the rate of a matmul timed in the same
-process), the step's phases, peak RSS and ms/query (act/bench/train.py).
+process), the step's phases, peak RSS and ms/query (act/apps/bench_train.py, act/bench/train.py).
 """
 
 from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from act.bench.train import bench_train
+from act.apps import bench_train
 from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("bench/train")
 def main(cfg: DictConfig) -> dict:
-    return run_main(bench_train, cfg)
+    return run_main(bench_train.main, cfg)
 
 
 if __name__ == "__main__":

@@ -5,20 +5,20 @@
 
 CUDA tests, a speed table of the paper preset and the quickstart, a short paper-preset run and the
 quickstart trained as far as five minutes allow, evaluated on the held-out seeds; writes
-gpu_check.json and gpu_check.md (act/bench/gpu_check.py). Without CUDA: one line, exit 2.
+gpu_check.json and gpu_check.md (act/apps/gpu_check.py). Without CUDA: one line, exit 2.
 """
 
 from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from act.bench.gpu_check import gpu_check
+from act.apps import gpu_check
 from act.apps.cli import hydra_main, run_main
 
 
 @hydra_main("bench/gpu_check")
 def main(cfg: DictConfig) -> dict:
-    return run_main(gpu_check, cfg)
+    return run_main(gpu_check.main, cfg)
 
 
 if __name__ == "__main__":

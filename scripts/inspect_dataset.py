@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import sys
 
-from act.data.inspect import inspect_command
+from act.apps import inspect as inspect_dataset
 from act.apps.cli import run_main
 
 if __name__ == "__main__":
-    sys.exit(run_main(inspect_command, sys.argv[1:]))
+    sys.exit(run_main(inspect_dataset.main, sys.argv[1:]))

@@ -1,4 +1,5 @@
-"""Benchmark the demonstration pipeline: recording time, file size and DataLoader throughput.
+"""Benchmark the demonstration pipeline: recording time, file size and DataLoader throughput
+(``scripts/bench_data.py``, through ``act/apps/bench_data.py``).
 
 Records ``episodes`` expert episodes (one camera), rewrites them with gzip and lzf, then times a
 DataLoader (``loader_workers`` processes, batch ``batch_size``) over each. Files are read
@@ -8,10 +9,10 @@ through the OS page cache after the first pass, as in any training run on a smal
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from omegaconf import DictConfig
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
@@ -19,7 +20,6 @@ from act.data.dataset import ChunkDataset
 from act.data.episodes import EpisodeIndex
 from act.data.record import RecordSettings, record
 from act.data.schema import COMPRESSIONS, list_episode_files, read_episode_info, read_low_dim, write_episode
-from act.common.io import write_json
 
 
 def rewrite(src: Path, dst: Path, compression: str) -> float:
@@ -39,48 +39,49 @@ def rewrite(src: Path, dst: Path, compression: str) -> float:
     return (time.perf_counter() - start) / len(files)
 
 
-def loader_throughput(folder: Path, cfg: DictConfig) -> float:
+@dataclass(frozen=True)
+class LoaderSettings:
+    """The DataLoader timed: ``workers`` processes, ``batches`` batches of ``batch_size`` chunks of ``chunk_size``."""
+
+    batch_size: int
+    chunk_size: int
+    workers: int
+    batches: int
+
+
+def loader_throughput(folder: Path, loader: LoaderSettings) -> float:
     """DataLoader samples/s over ``folder`` (median conditions: shuffled, fresh worker processes)."""
     index = EpisodeIndex(folder)
-    dataset = ChunkDataset(index, list(range(len(index))), cfg.chunk_size, samples_per_episode=10_000)
-    loader = DataLoader(dataset, batch_size=cfg.batch_size, shuffle=True, num_workers=cfg.loader_workers)
-    batches = iter(loader)
+    dataset = ChunkDataset(index, list(range(len(index))), loader.chunk_size, samples_per_episode=10_000)
+    batches = iter(DataLoader(dataset, batch_size=loader.batch_size, shuffle=True, num_workers=loader.workers))
     for _ in range(5):  # worker start-up and first reads
         next(batches)
     start = time.perf_counter()
-    for _ in range(cfg.batches):
+    for _ in range(loader.batches):
         batch = next(batches)
         assert batch["images"].dtype == torch.uint8
-    return cfg.batches * cfg.batch_size / (time.perf_counter() - start)
+    return loader.batches * loader.batch_size / (time.perf_counter() - start)
 
 
-def bench_data(cfg: DictConfig) -> dict:
-    """``scripts/bench_data.py``: the benchmark of configs/bench/data.yaml; prints and returns its results."""
-    out = Path(cfg.out_dir)
-    settings = RecordSettings(task=cfg.task.name, num_episodes=int(cfg.episodes), out_dir=out / "none",
-                              cameras=(cfg.camera,), image_size=tuple(cfg.image_size),
-                              render_quality=cfg.render_quality, workers=int(cfg.record_workers))
-    bar = tqdm(total=settings.num_episodes, desc="record", unit="ep")
-    result = record(settings, progress=lambda outcome, on_disk: bar.update(on_disk - bar.n))
+def measure_data_path(recording: RecordSettings, loader: LoaderSettings) -> dict:
+    """Record ``recording`` (uncompressed, into ``<out>/none``), rewrite it with each other compression beside it
+    (``<out>/gzip``, ...), and time each: seconds per recorded and rewritten episode, MB per episode and
+    ``loader`` samples/s. Returns those metrics."""
+    out = recording.out_dir.parent
+    bar = tqdm(total=recording.num_episodes, desc="record", unit="ep")
+    result = record(recording, progress=lambda outcome, on_disk: bar.update(on_disk - bar.n))
     bar.close()
-    metrics = {"task": cfg.task.name, "image_size": list(cfg.image_size), "camera": cfg.camera,
-               "recording": {"render_quality": cfg.render_quality, "workers": int(cfg.record_workers),
+    (height, width), camera = recording.image_size, recording.cameras[0]
+    metrics = {"task": recording.task, "image_size": [height, width], "camera": camera,
+               "recording": {"render_quality": recording.render_quality, "workers": recording.workers,
                              "s_per_episode": result.wall_time_s / max(1, result.recorded)},
                "write_s_per_episode": {}, "mb_per_episode": {}, "samples_per_s": {},
-               "loader": {"batch_size": int(cfg.batch_size), "workers": int(cfg.loader_workers),
-                          "chunk_size": int(cfg.chunk_size)}}
+               "loader": {"batch_size": loader.batch_size, "workers": loader.workers, "chunk_size": loader.chunk_size}}
     for compression in tqdm(COMPRESSIONS, desc="compressions"):
         folder = out / compression
         if compression != "none":
-            metrics["write_s_per_episode"][compression] = rewrite(out / "none", folder, compression)
+            metrics["write_s_per_episode"][compression] = rewrite(recording.out_dir, folder, compression)
         sizes = [p.stat().st_size for _, p in list_episode_files(folder)]
         metrics["mb_per_episode"][compression] = sum(sizes) / len(sizes) / 1e6
-        metrics["samples_per_s"][compression] = loader_throughput(folder, cfg)
-    path = write_json(out / "metrics.json", metrics)
-    print(f"recording ({cfg.render_quality}, {cfg.image_size[0]}x{cfg.image_size[1]} {cfg.camera}): "
-          f"{metrics['recording']['s_per_episode']:.1f} s/episode")
-    for c in COMPRESSIONS:
-        print(f"{c:5s} {metrics['mb_per_episode'][c]:7.1f} MB/episode  {metrics['samples_per_s'][c]:7.0f} samples/s")
-    print(f"metrics: {path}")
+        metrics["samples_per_s"][compression] = loader_throughput(folder, loader)
     return metrics
-

@@ -1,4 +1,5 @@
-"""Benchmark the evaluation harness: control steps per second.
+"""Benchmark the evaluation harness: control steps per second (``scripts/bench_eval.py``, through
+``act/apps/bench_eval.py``).
 
 1. the harness alone (the joint env and the rollout loop, a policy that holds its pose, no images);
 2. the same with the policy's camera rendered (480x640, 'fast' and 'paper');
@@ -8,21 +9,15 @@
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import asdict, replace
-from pathlib import Path
 
-import hydra
-from omegaconf import DictConfig
 from tqdm import tqdm
 
+from act.envs import make_env
 from act.eval.rollout import run_episode
 from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
-from act.apps.train import policy_module
-from act.common.io import write_json
-from act.envs import make_env
 
 
 class HoldPolicy:
@@ -38,6 +33,7 @@ class HoldPolicy:
 
 
 def steps_per_second(env, policy, seed: int) -> dict:
+    """Steps per second of one episode of ``policy`` in ``env``, and ms per step with and without the policy's."""
     start = time.perf_counter()
     result = run_episode(env, policy, seed)
     elapsed = time.perf_counter() - start
@@ -46,32 +42,28 @@ def steps_per_second(env, policy, seed: int) -> dict:
             "ms_per_step_excluding_policy": 1000.0 * (elapsed - policy_s) / result.steps, "steps": result.steps}
 
 
-def bench_eval(cfg: DictConfig) -> dict:
-    """``scripts/bench_eval.py``: the benchmark of configs/bench/eval.yaml; prints and returns its results."""
-    size = tuple(cfg.image_size)
-    results = {}
-    runs = {"harness_only": dict(cameras=(), episode_len=cfg.steps),
-            f"harness_render_{size[0]}x{size[1]}_fast": dict(cameras=[cfg.camera], image_size=size,
-                                                              render_quality="fast", episode_len=cfg.steps),
-            f"harness_render_{size[0]}x{size[1]}_paper": dict(cameras=[cfg.camera], image_size=size,
-                                                               render_quality="paper", episode_len=cfg.steps)}
-    for name, kwargs in tqdm(runs.items(), desc="harness", unit="run"):
-        results[name] = steps_per_second(make_env(cfg.task, "joint", **kwargs), HoldPolicy(), cfg.seed)
+def measure_harness(task: str, camera: str, image_size: tuple[int, int], steps: int, seed: int) -> dict:
+    """Steps per second of ``HoldPolicy`` episodes of ``steps`` steps: the harness alone, then with ``camera``
+    rendered at ``image_size`` in 'fast' and 'paper' quality; {run: its timings}."""
+    height, width = image_size
+    runs = {"harness_only": dict(cameras=(), episode_len=steps),
+            f"harness_render_{height}x{width}_fast": dict(cameras=[camera], image_size=image_size,
+                                                          render_quality="fast", episode_len=steps),
+            f"harness_render_{height}x{width}_paper": dict(cameras=[camera], image_size=image_size,
+                                                           render_quality="paper", episode_len=steps)}
+    return {name: steps_per_second(make_env(task, "joint", **kwargs), HoldPolicy(), seed)
+            for name, kwargs in tqdm(runs.items(), desc="harness", unit="run")}
 
-    module = policy_module(cfg.policy, {"camera_names": [cfg.camera], "image_size": list(size)})
-    env = make_env(cfg.task, "joint", cameras=[cfg.camera], image_size=size, render_quality="fast",
-                   episode_len=cfg.policy_steps)
-    execution = ExecutionConfig.from_cfg(cfg.execution)
+
+def measure_policy(module, execution: ExecutionConfig, task: str, camera: str, image_size: tuple[int, int],
+                   steps: int, seed: int) -> tuple[dict, str]:
+    """Steps per second of ``module``'s policy in episodes of ``steps`` steps with ``camera`` rendered ('fast'),
+    with ``execution`` (temporal ensembling: a query every step) and chunked (a query every chunk_size steps);
+    ({run: its timings}, the policy's precision)."""
+    env = make_env(task, "joint", cameras=[camera], image_size=image_size, render_quality="fast", episode_len=steps)
+    results = {}
     for name, options in tqdm({"act_temporal_ensembling": {},
                                "act_chunked": dict(temporal_ensemble_coeff=None)}.items(), desc="policy", unit="run"):
         policy = ACTPolicy(module, **asdict(replace(execution, **options)))
-        results[name] = steps_per_second(env, policy, cfg.seed)
-    metrics = {"task": cfg.task, "image_size": list(size), "camera": cfg.camera, "precision": policy.precision,
-               "results": results, "machine": {"cpus": os.cpu_count()}}
-    path = write_json(Path(cfg.out_dir) / "metrics.json", metrics)
-    for name, r in results.items():
-        print(f"{name:36s} {r['steps_per_s']:8.1f} steps/s  {r['ms_per_step']:7.2f} ms/step  "
-              f"({r['ms_per_step_excluding_policy']:.2f} ms excluding the policy)")
-    print(f"metrics: {path}")
-    return metrics
-
+        results[name] = steps_per_second(env, policy, seed)
+    return results, policy.precision

@@ -1,4 +1,5 @@
-"""Per-query latency of one checkpoint's network, batch 1, in every runtime on this CPU.
+"""Per-query latency of one checkpoint's network, batch 1, in every runtime on this CPU (``scripts/bench_export.py``,
+through ``act/apps/bench_export.py``).
 
 Exports the checkpoint to TorchScript and ONNX (into out_dir), then times ``queries`` batch-1
 queries of each on the same random observations: eager PyTorch fp32, TorchScript, ONNX Runtime
@@ -11,18 +12,44 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
-from omegaconf import DictConfig
 
-from act.model.checkpoint import load_network
-from act.runtime.precision import resolve_precision
-from act.runtime.export import export
-from act.runtime.predictors import EagerPredictor, load_predictor
 from act.common.errors import InputError, MissingFileError
-from act.common.io import write_json
+from act.model.checkpoint import load_network
+from act.runtime.export import export
+from act.runtime.precision import resolve_precision
+from act.runtime.predictors import EagerPredictor, load_predictor
+
+
+@dataclass(frozen=True)
+class ExportBench:
+    """What to time (configs/bench/export.yaml): ``queries`` batch-1 queries of ``ckpt_path``'s network per
+    runtime after ``warmup`` untimed ones, with ``threads`` intra-op threads (None: torch's); the exports go
+    into ``out_dir``."""
+
+    ckpt_path: Path | None
+    out_dir: Path
+    queries: int
+    warmup: int
+    threads: int | None
+
+    def __post_init__(self):
+        if self.ckpt_path is None:
+            raise InputError("give ckpt_path=<checkpoint written by scripts/train.py>")
+        if not Path(self.ckpt_path).is_file():
+            raise MissingFileError(f"checkpoint {self.ckpt_path} does not exist")
+        if int(self.queries) < 1 or int(self.warmup) < 0:
+            raise InputError(f"queries must be >= 1 and warmup >= 0, got {self.queries} and {self.warmup}")
+        if self.threads is not None and int(self.threads) < 1:
+            raise InputError(f"threads must be a positive integer or null, got {self.threads}")
+        for key in ("queries", "warmup") + (("threads",) if self.threads is not None else ()):
+            object.__setattr__(self, key, int(getattr(self, key)))
+        object.__setattr__(self, "ckpt_path", Path(self.ckpt_path))
+        object.__setattr__(self, "out_dir", Path(self.out_dir))
 
 
 def time_queries(predictor, inputs: list[tuple[np.ndarray, np.ndarray]], warmup: int) -> tuple[list[float], np.ndarray]:
@@ -38,52 +65,36 @@ def time_queries(predictor, inputs: list[tuple[np.ndarray, np.ndarray]], warmup:
     return times, first
 
 
-def bench_export(cfg: DictConfig) -> dict:
-    """``scripts/bench_export.py``: the benchmark of configs/bench/export.yaml; prints and returns its results."""
-    if cfg.ckpt_path is None:
-        raise InputError("give ckpt_path=<checkpoint written by scripts/train.py>")
-    if not Path(cfg.ckpt_path).is_file():
-        raise MissingFileError(f"checkpoint {cfg.ckpt_path} does not exist")
-    if int(cfg.queries) < 1 or int(cfg.warmup) < 0:
-        raise InputError(f"queries must be >= 1 and warmup >= 0, got {cfg.queries} and {cfg.warmup}")
-    if cfg.threads is not None and int(cfg.threads) < 1:
-        raise InputError(f"threads must be a positive integer or null, got {cfg.threads}")
-    net = load_network(cfg.ckpt_path)
-    if cfg.threads is not None:
-        torch.set_num_threads(int(cfg.threads))
-    out_dir = Path(cfg.out_dir)
-    artifacts = {fmt: export(load_network(cfg.ckpt_path), out_dir / f"policy{suffix}", fmt)
+def measure_runtimes(bench: ExportBench) -> dict:
+    """Export ``bench.ckpt_path`` to TorchScript and ONNX, then time each runtime on the same random
+    observations (eager fp32 the reference; eager bf16 too where this CPU runs it natively). Returns the metrics:
+    per runtime median and p95 ms, speed-up over eager fp32 and largest action difference from it."""
+    net = load_network(bench.ckpt_path)
+    if bench.threads is not None:
+        torch.set_num_threads(bench.threads)
+    artifacts = {fmt: export(load_network(bench.ckpt_path), bench.out_dir / f"policy{suffix}", fmt)
                  for fmt, suffix in (("torchscript", ".pt"), ("onnx", ".onnx"))}
     rng = np.random.default_rng(0)
     h, w = net.image_size
     inputs = [(rng.normal(size=(1, net.config.state_dim)).astype(np.float32),
-               rng.integers(0, 256, (1, len(net.camera_names), 3, h, w), dtype=np.uint8)) for _ in range(cfg.queries)]
+               rng.integers(0, 256, (1, len(net.camera_names), 3, h, w), dtype=np.uint8)) for _ in range(bench.queries)]
     runtimes = {"eager_fp32": EagerPredictor(net, precision="32-true"),
                 "torchscript": load_predictor(artifacts["torchscript"]),
                 "onnxruntime": load_predictor(artifacts["onnx"])}
     bf16 = resolve_precision("auto", "cpu")
     if bf16.precision == "bf16-mixed":
-        runtimes["eager_bf16"] = EagerPredictor(load_network(cfg.ckpt_path), precision="bf16-mixed")
+        runtimes["eager_bf16"] = EagerPredictor(load_network(bench.ckpt_path), precision="bf16-mixed")
     results, reference = {}, None
     for name, predictor in runtimes.items():
-        times, first = time_queries(predictor, inputs, int(cfg.warmup))
+        times, first = time_queries(predictor, inputs, bench.warmup)
         reference = first if reference is None else reference
         results[name] = {"median_ms": float(np.median(times)), "p95_ms": float(np.percentile(times, 95)),
                          "max_abs_diff_vs_eager_fp32": float(np.abs(first - reference).max())}
     base = results["eager_fp32"]["median_ms"]
     for r in results.values():
         r["speedup_vs_eager_fp32"] = base / r["median_ms"]
-    metrics = {"ckpt_path": str(cfg.ckpt_path), "batch": 1, "queries": int(cfg.queries),
-               "threads": torch.get_num_threads(), "cpus": os.cpu_count(),
-               "cpu_capability": torch.backends.cpu.get_cpu_capability(), "bf16": bf16.reason,
-               "network": {**net.metadata(), "parameters": sum(p.numel() for p in net.parameters())},
-               "artifacts": {k: str(v) for k, v in artifacts.items()}, "results": results}
-    path = write_json(out_dir / "metrics.json", metrics)
-    print(f"batch-1 query latency, {metrics['threads']} threads, {metrics['cpu_capability']}, "
-          f"{metrics['network']['parameters'] / 1e6:.1f}M parameters, {h}x{w} x {len(net.camera_names)} camera(s):")
-    for name, r in results.items():
-        print(f"  {name:12s} median {r['median_ms']:8.2f} ms  p95 {r['p95_ms']:8.2f} ms  "
-              f"x{r['speedup_vs_eager_fp32']:.2f} vs eager fp32  max |diff| {r['max_abs_diff_vs_eager_fp32']:.1e}")
-    print(f"metrics: {path}")
-    return metrics
-
+    return {"ckpt_path": str(bench.ckpt_path), "batch": 1, "queries": bench.queries,
+            "threads": torch.get_num_threads(), "cpus": os.cpu_count(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "bf16": bf16.reason,
+            "network": {**net.metadata(), "parameters": sum(p.numel() for p in net.parameters())},
+            "artifacts": {k: str(v) for k, v in artifacts.items()}, "results": results}

@@ -1,4 +1,5 @@
-"""``make gpu-check``: everything that needs a GPU, in one script that fits about ten minutes on one.
+"""``make gpu-check``: everything that needs a GPU, in one script that fits about ten minutes on one
+(``scripts/gpu_check.py``, through ``act/apps/gpu_check.py``).
 
 GPUs are lent to this project now and then, for minutes, so the checks are prepared here and run
 there as one command. Four stages, each a subprocess with its own time limit, so that one failing
@@ -29,11 +30,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import torch
-from omegaconf import DictConfig
 
-from act.runtime.precision import resolve_precision
 from act.common.errors import RunError
-from act.common.io import atomic_path, write_json
+from act.runtime.precision import resolve_precision
 
 ROOT = Path(__file__).resolve().parents[2]
 PRESETS = {  # the two steps timed; the paper's ImageNet weights cannot be fetched on a closed machine
@@ -81,10 +80,11 @@ def script(name: str, *overrides: str) -> list[str]:
     return [sys.executable, str(ROOT / "scripts" / f"{name}.py"), *overrides]
 
 
-def cuda_tests(cfg: DictConfig, out: Path, clock: Clock) -> dict:
+def cuda_tests(out: Path, timeout_s: float) -> dict:
+    """Stage 1: the tests marked ``cuda``; rc, seconds and the counts of pytest's JUnit report."""
     xml = out / "cuda_tests.xml"
     result = run_command([sys.executable, "-m", "pytest", "-q", "-m", "cuda", "tests", "-p", "no:cacheprovider",
-                          f"--junitxml={xml}"], out / "cuda_tests.log", min(cfg.tests_s, clock.left()))
+                          f"--junitxml={xml}"], out / "cuda_tests.log", timeout_s)
     if xml.is_file():
         suite = ET.parse(xml).getroot()
         suite = suite.find("testsuite") if suite.tag == "testsuites" else suite
@@ -93,43 +93,48 @@ def cuda_tests(cfg: DictConfig, out: Path, clock: Clock) -> dict:
     return result
 
 
-def speed(cfg: DictConfig, out: Path, clock: Clock) -> dict:
+def speed(out: Path, clock: Clock, precisions: list[str], steps: int, timeout_s: float) -> dict:
+    """Stage 2: each preset's training step timed on the GPU in ``precisions`` (``steps`` timed steps each, at
+    most ``timeout_s`` per preset); {preset: rc, seconds and scripts/bench_train.py's metrics}."""
     tables = {}
     for name, overrides in PRESETS.items():
         folder = out / f"speed_{name}"
-        result = run_command(script("bench_train", *overrides, "device=cuda", f"precisions={list(cfg.precisions)}",
-                                    f"train_steps={cfg.speed_steps}", "inference_queries=20", f"out_dir={folder}"),
-                             out / f"speed_{name}.log", min(cfg.speed_s, clock.left()))
+        result = run_command(script("bench_train", *overrides, "device=cuda", f"precisions={list(precisions)}",
+                                    f"train_steps={steps}", "inference_queries=20", f"out_dir={folder}"),
+                             out / f"speed_{name}.log", min(timeout_s, clock.left()))
         metrics = folder / "metrics.json"
         tables[name] = {**result, **(json.loads(metrics.read_text()) if metrics.is_file() else {})}
     return tables
 
 
-def paper_run(cfg: DictConfig, out: Path, clock: Clock) -> dict:
+def paper_run(out: Path, steps: int, timeout_s: float) -> dict:
+    """Stage 3: the paper preset end to end through scripts/demo.py, ``steps`` training steps."""
     folder = out / "paper"
     result = run_command(script("demo", *PRESETS["paper"], "trainer=gpu", "logger=csv", f"demo.dir={folder}",
                                 f"data.dataset_dir={folder / 'data'}", "demo.num_demos=4", "demo.record_workers=4",
-                                "demo.checkpoint=last", f"trainer.max_steps={cfg.paper_steps}",
+                                "demo.checkpoint=last", f"trainer.max_steps={steps}",
                                 "trainer.val_check_interval=100", "+demo.eval.num_episodes=2",
                                 "demo.eval.workers=1", "demo.eval.batch_envs=2", "demo.eval.num_videos=1"),
-                         out / "paper.log", min(cfg.paper_s, clock.left()))
+                         out / "paper.log", timeout_s)
     return {**result, **summary_of(folder)}
 
 
-def quickstart_steps(cfg: DictConfig, speed_tables: dict, train_s: float) -> tuple[int, float]:
+def quickstart_steps(speed_tables: dict, train_s: float, trainer_overhead: float,
+                     fallback_step_s: float) -> tuple[int, float]:
     """Steps of the quickstart that fit ``train_s`` seconds, from its step timed in stage 2 at the
-    precision ``auto`` chooses on this GPU (with ``trainer_overhead`` for the loop and the data)."""
+    precision ``auto`` chooses on this GPU (with ``trainer_overhead`` for the loop and the data; a step of
+    ``fallback_step_s`` where stage 2 did not time it)."""
     precision = resolve_precision("auto", "cuda", warn=False).precision
     timed = speed_tables.get("quickstart", {}).get("training", {})
     row = next((r for r in timed.values() if r["precision"] == precision), None)
-    step_s = row["ms_per_step"] / 1000 if row else cfg.fallback_step_s
-    return max(int(round(train_s / (cfg.trainer_overhead * step_s), 6)), 100), step_s  # round: 2.9999.. is 3
+    step_s = row["ms_per_step"] / 1000 if row else fallback_step_s
+    return max(int(round(train_s / (trainer_overhead * step_s), 6)), 100), step_s  # round: 2.9999.. is 3
 
 
-def quickstart_run(cfg: DictConfig, out: Path, clock: Clock, speed_tables: dict) -> dict:
+def quickstart_run(out: Path, clock: Clock, train_s: float, steps: int, step_s: float) -> dict:
+    """Stage 4: the quickstart recipe through scripts/demo.py, ``steps`` training steps (planned to take
+    ``train_s`` at ``step_s`` each), evaluated on the held-out seeds, with what is left of the budget."""
     folder = out / "quickstart"
-    train_s = min(60.0 * cfg.quickstart_train_min, clock.left() - cfg.quickstart_reserve_s)
-    steps, step_s = quickstart_steps(cfg, speed_tables, train_s)
     workers = max(1, (os.cpu_count() or 2) - 2)
     result = run_command(script("demo", "trainer=gpu", "logger=csv", f"demo.dir={folder}",
                                 f"data.dataset_dir={folder / 'data'}", f"demo.record_workers={workers}",
@@ -149,29 +154,13 @@ def summary_of(demo_dir: Path) -> dict:
                                         "stage_rates", "train_steps", "wall_time_s")}
 
 
-def gpu_check(cfg: DictConfig) -> dict:
-    """``scripts/gpu_check.py``: the four stages within ``budget_min``; writes and returns the report."""
-    gpu = require_cuda()
-    out = Path(cfg.out_dir)
-    clock = Clock(60.0 * cfg.budget_min)
-    report = {"gpu": gpu, "torch": torch.__version__, "cuda": torch.version.cuda, "cpus": os.cpu_count(),
-              "date": time.strftime("%Y-%m-%d"), "stages": {}}
-    stages = [("cuda_tests", lambda: cuda_tests(cfg, out, clock)), ("speed", lambda: speed(cfg, out, clock)),
-              ("paper", lambda: paper_run(cfg, out, clock)),
-              ("quickstart", lambda: quickstart_run(cfg, out, clock, report["stages"].get("speed", {})))]
-    for name, stage in stages:
-        if name not in cfg.stages:
-            continue
-        print(f"[gpu-check] {name} ({clock.left():.0f} s of the budget left)", flush=True)
-        report["stages"][name] = stage()
-        write_json(out / "gpu_check.json", report)  # a check cut short still leaves what it had
-    with atomic_path(out / "gpu_check.md") as tmp:
-        tmp.write_text(markdown(report))
-    print(markdown(report))
-    return report
+def new_report(gpu: str) -> dict:
+    """The report's head (the GPU, torch, CUDA, CPUs, date), its stages to come."""
+    return {"gpu": gpu, "torch": torch.__version__, "cuda": torch.version.cuda, "cpus": os.cpu_count(),
+            "date": time.strftime("%Y-%m-%d"), "stages": {}}
 
 
-def markdown(report: dict) -> str:
+def gpu_check_markdown(report: dict) -> str:
     """The report as the Markdown that docs/results.md takes."""
     stages = report["stages"]
     lines = [f"gpu-check on {report['gpu']} (torch {report['torch']}, CUDA {report['cuda']}, "
@@ -199,6 +188,7 @@ def markdown(report: dict) -> str:
 
 
 def run_line(r: dict) -> str:
+    """A demo stage's result in one line: success with its interval, steps and wall times."""
     if r.get("success_rate") is None:
         return f"no result (rc {r['rc']} after {r['seconds']} s; {r['log']})"
     lo, hi = r["success_rate_ci95"]

@@ -1,4 +1,5 @@
-"""Benchmark LeRobot v3 conversion both ways and the loader on v3 folders against HDF5.
+"""Benchmark LeRobot v3 conversion both ways and the loader on v3 folders against HDF5 (``scripts/bench_lerobot.py``,
+through ``act/apps/bench_lerobot.py``).
 
 Converts ``src`` (ACT HDF5, only read) to v3 with images=image and images=video, converts the video
 one back to HDF5, and times each; states the video frames' PSNR against the source; then times a
@@ -12,18 +13,20 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import hydra
 import numpy as np
 import torch
-from omegaconf import DictConfig
 
-from act.bench.data import loader_throughput
 from act.data.convert import ConvertSettings, convert
 from act.data.dataset import ChunkDataset
 from act.data.episodes import EpisodeIndex
 from act.data.lerobot.video import psnr
 from act.data.stats import compute_stats
-from act.common.io import write_json
+
+# The conversions timed, as (name, source, folder converted into, to, images) with folders relative to ``out``
+# (None: the ACT HDF5 source): to v3 in both image modes, then the video one back.
+CONVERSIONS = (("to lerobot, image", None, "v3_image", "lerobot", "image"),
+               ("to lerobot, video", None, "v3_video", "lerobot", "video"),
+               ("video to act_hdf5", "v3_video", "back_hdf5", "act_hdf5", "video"))
 
 
 def same_samples(a: Path, b: Path, chunk_size: int, samples: int = 300) -> bool:
@@ -37,10 +40,10 @@ def same_samples(a: Path, b: Path, chunk_size: int, samples: int = 300) -> bool:
     return all(torch.equal(x[k], y[k]) for x, y in ((one[i], two[i]) for i in range(samples)) for k in x)
 
 
-def samples_per_cpu_s(folder: Path, cfg: DictConfig, samples: int = 400) -> float:
+def samples_per_cpu_s(folder: Path, chunk_size: int, samples: int = 400) -> float:
     """Samples drawn per CPU second in this process (random episode and start, as training draws them)."""
     index = EpisodeIndex(folder)
-    dataset = ChunkDataset(index, list(range(len(index))), cfg.chunk_size, sample_seed=0)
+    dataset = ChunkDataset(index, list(range(len(index))), chunk_size, sample_seed=0)
     for item in range(20):  # open files, first reads
         dataset[item]
     start = time.process_time()
@@ -49,42 +52,22 @@ def samples_per_cpu_s(folder: Path, cfg: DictConfig, samples: int = 400) -> floa
     return samples / (time.process_time() - start)
 
 
-def bench_lerobot(cfg: DictConfig) -> dict:
-    """``scripts/bench_lerobot.py``: the benchmark of configs/bench/lerobot.yaml; prints and returns its results."""
-    src, out = Path(hydra.utils.to_absolute_path(cfg.src)), Path(hydra.utils.to_absolute_path(cfg.out))
-    source = EpisodeIndex(src, format="act_hdf5")
-    metrics = {"src": str(src), "episodes": len(source), "frames": int(source.lengths.sum()),
-               "image_size": list(source.image_shape[:2]), "cameras": list(source.cameras), "convert_s": {},
-               "convert_cpu_s": {}, "samples_per_cpu_s": {},
-               "mb": {"act_hdf5": sum(e.path.stat().st_size for e in source.episodes) / 1e6}, "samples_per_s": {},
-               "loader": {"batch_size": int(cfg.batch_size), "workers": int(cfg.loader_workers),
-                          "chunk_size": int(cfg.chunk_size)}}
-    jobs = [("to lerobot, image", src, out / "v3_image", "lerobot", "image"),
-            ("to lerobot, video", src, out / "v3_video", "lerobot", "video"),
-            ("video to act_hdf5", out / "v3_video", out / "back_hdf5", "act_hdf5", "video")]
-    for name, job_src, job_out, to, images in jobs if cfg.convert else []:
-        cpu = time.process_time()
-        result = convert(ConvertSettings(src=job_src, out=job_out, to=to, images=images))
-        metrics["convert_s"][name] = result.wall_time_s
-        metrics["convert_cpu_s"][name] = cpu = time.process_time() - cpu
-        print(f"{name}: {result.wall_time_s:.0f} s wall, {cpu:.0f} CPU s ({cpu / len(source):.2f} CPU s/episode)",
-              flush=True)
-    metrics["image_mode_same_samples"] = same_samples(src, out / "v3_image", int(cfg.chunk_size))
-    print(f"v3 image vs HDF5: identical statistics and samples: {metrics['image_mode_same_samples']}", flush=True)
-    for name in ("v3_image", "v3_video"):
-        metrics["mb"][name] = sum(p.stat().st_size for p in (out / name).rglob("*") if p.is_file()) / 1e6
-    video, step = EpisodeIndex(out / "v3_video"), int(cfg.psnr_every)
-    reader, original = video.open_frames(), source.open_frames()
-    values = [psnr(a, b) for e in range(0, len(source), step) for cam in source.cameras
-              for a, b in zip(original.episode_frames(e, cam)[::step], reader.episode_frames(e, cam)[::step])]
-    metrics["video_psnr_db"] = {"min": float(min(values)), "mean": float(np.mean(values))}
-    for name, folder in (("act_hdf5", src), ("v3_image", out / "v3_image"), ("v3_video", out / "v3_video")):
-        metrics["samples_per_s"][name] = loader_throughput(folder, cfg)
-        metrics["samples_per_cpu_s"][name] = samples_per_cpu_s(folder, cfg)
-        print(f"{name:9s} {metrics['mb'][name]:8.0f} MB  {metrics['samples_per_s'][name]:7.0f} samples/s "
-              f"({cfg.loader_workers} workers)  {metrics['samples_per_cpu_s'][name]:7.0f} samples per CPU s",
-              flush=True)
-    print(f"video PSNR {metrics['video_psnr_db']['mean']:.1f} dB mean, {metrics['video_psnr_db']['min']:.1f} dB min")
-    print(f"metrics: {write_json(out / ('metrics.json' if cfg.convert else 'metrics_loader.json'), metrics)}")
-    return metrics
+def time_conversion(src: Path, out: Path, to: str, images: str) -> tuple[float, float]:
+    """Convert ``src`` into ``out``; (wall seconds, CPU seconds of this process and its threads)."""
+    cpu = time.process_time()
+    result = convert(ConvertSettings(src=src, out=out, to=to, images=images))
+    return result.wall_time_s, time.process_time() - cpu
 
+
+def folder_mb(folder: Path) -> float:
+    """MB of every file under ``folder``."""
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
+
+
+def video_psnr(source: EpisodeIndex, video: EpisodeIndex, every: int) -> dict:
+    """PSNR (dB) of ``video``'s frames against ``source``'s: each ``every``-th frame of every ``every``-th
+    episode, every camera; {"min", "mean"} over those frames."""
+    reader, original = video.open_frames(), source.open_frames()
+    values = [psnr(a, b) for e in range(0, len(source), every) for cam in source.cameras
+              for a, b in zip(original.episode_frames(e, cam)[::every], reader.episode_frames(e, cam)[::every])]
+    return {"min": float(min(values)), "mean": float(np.mean(values))}

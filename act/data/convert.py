@@ -20,17 +20,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import hydra
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from omegaconf import DictConfig
 
 from act.data.episodes import LEROBOT_INFO, DatasetError, EpisodeIndex, detect_format
 from act.data.lerobot import format as fmt
@@ -43,7 +40,6 @@ from act.common.errors import InputError
 from act.common.interrupt import stop_point, stop_points
 from act.common.io import write_json
 from act.common.lock import LOCK_NAME, folder_lock
-from act.common.progress import EpisodeBar
 
 TARGETS = ("lerobot", "act_hdf5")
 IMAGE_MODES = ("video", "image")
@@ -117,8 +113,8 @@ def check_out(settings: ConvertSettings, marker: Path) -> bool:
                      "out (nothing was written)")
 
 
-def open_source(settings: ConvertSettings) -> EpisodeIndex:
-    """The source dataset, of the kind ``to`` converts from; ``DatasetError`` otherwise."""
+def open_index(settings: ConvertSettings) -> EpisodeIndex:
+    """The ``EpisodeIndex`` of the source dataset, of the kind ``to`` converts from; ``DatasetError`` otherwise."""
     want = "act_hdf5" if settings.to == "lerobot" else "lerobot"
     found = detect_format(settings.src) if settings.src.is_dir() else want
     if found == "lerobot" and want == "act_hdf5":
@@ -141,7 +137,7 @@ def convert(settings: ConvertSettings, progress: Callable[[int, int], None] | No
 
     Holds ``<out>/.lock`` throughout (``FolderInUseError`` while another conversion writes there)."""
     start = time.perf_counter()
-    index = open_source(settings)  # before ``out`` is created: a wrong src leaves nothing behind
+    index = open_index(settings)  # before ``out`` is created: a wrong src leaves nothing behind
     with folder_lock(settings.out, "a conversion", "convert into another out"), stop_points():
         write = _to_lerobot if settings.to == "lerobot" else _to_hdf5
         result = write(settings, index, progress or (lambda done, total: None))
@@ -308,31 +304,4 @@ def _to_hdf5(settings: ConvertSettings, index: EpisodeIndex, progress: Callable[
                       action=low["action"], images=images, attrs=attrs, compression=settings.compression,
                       sim=bool(attrs.get("sim", "effort" not in low)))
     marker.unlink()
-    return result
-
-
-def convert_dataset(cfg: DictConfig) -> ConvertResult:
-    """``scripts/convert_dataset.py``: convert ``cfg.src`` into ``cfg.out`` with a progress bar, then print
-    the notes and one line on what was converted."""
-    settings = ConvertSettings(src=Path(hydra.utils.to_absolute_path(cfg.src)),
-                               out=Path(hydra.utils.to_absolute_path(cfg.out)), to=cfg.to, images=cfg.images,
-                               task=cfg.task, compression=cfg.compression, data_file_mb=int(cfg.data_file_mb),
-                               video_file_mb=int(cfg.video_file_mb))
-    bar: EpisodeBar | None = None
-
-    def progress(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = EpisodeBar(total, f"convert -> {cfg.to}")
-        bar.show(done)
-
-    try:
-        result = convert(settings, progress)
-    finally:
-        if bar is not None:
-            bar.close()
-    for note in result.notes:
-        print(f"warning: {note}", file=sys.stderr)
-    print(f"{result.episodes} episodes in {result.out} ({cfg.to}{', ' + cfg.images if cfg.to == 'lerobot' else ''}): "
-          f"{result.kept} kept from an earlier run + {result.converted} converted in {result.wall_time_s:.1f} s")
     return result

@@ -1,9 +1,8 @@
 """Looking at a dataset (ACT HDF5 files or a LeRobot v3 folder): summary table, validation, and one
-episode as mp4 + joint plot (``scripts/inspect_dataset.py``)."""
+episode as mp4 + joint plot (``scripts/inspect_dataset.py``, through ``act/apps/inspect.py``)."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
@@ -166,31 +165,3 @@ def export_episode(folder: Path | str, episode: int, out_dir: Path | str) -> tup
     fig.savefig(plot, dpi=80)
     plt.close(fig)
     return video, plot
-
-
-def inspect_command(argv: list[str] | None = None) -> int:
-    """``scripts/inspect_dataset.py``: ``summary|validate|export <folder>``; the exit code (validate: 1 on any
-    problem)."""
-    parser = argparse.ArgumentParser(prog="scripts/inspect_dataset.py", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("summary", help="table of episodes, lengths, cameras, success, sizes, action ranges")
-    sub.add_parser("validate", help="check every file against the schema; exit 1 on any problem")
-    export = sub.add_parser("export", help="one episode to mp4 plus a PNG of its 14 joint trajectories")
-    for p in sub.choices.values():
-        p.add_argument("folder", help="dataset folder: episode_*.hdf5 files or a LeRobot v3.0 folder")
-    export.add_argument("--episode", type=int, default=0, help="episode number (HDF5: the file's; LeRobot: its index)")
-    export.add_argument("--out", default="outputs/inspect", help="folder for the mp4 and the PNG")
-    args = parser.parse_args(argv)
-    if args.command == "summary":
-        print(format_summary(*summary(args.folder)))
-    elif args.command == "validate":
-        problems = validate(args.folder)
-        for problem in problems:
-            print(f"FAIL {problem}")
-        print(f"{args.folder}: {'OK' if not problems else f'{len(problems)} problem(s)'}")
-        return 1 if problems else 0
-    else:
-        video, plot = export_episode(args.folder, args.episode, args.out)
-        print(f"video: {video}\nplot: {plot}")
-    return 0
-

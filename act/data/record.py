@@ -21,19 +21,21 @@ from pathlib import Path
 from typing import Callable
 
 import h5py
-import hydra
 import numpy as np
-from hydra.errors import InstantiationException
-from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from act.data.schema import (COMPRESSIONS, EpisodeFormatError, episode_path, list_episode_files,
-                             read_episode_info, write_episode)
-from act.common.checks import check_choice, check_setting
+from act.common.checks import check_choice, is_integer
 from act.common.errors import InputError, RunError
-from act.common.io import unwritable_reason, write_json
 from act.common.lock import folder_lock
 from act.common.pool import worker_pool
 from act.common.progress import EpisodeBar
+from act.data.schema import (
+    COMPRESSIONS,
+    EpisodeFormatError,
+    episode_path,
+    list_episode_files,
+    read_episode_info,
+    write_episode,
+)
 from act.envs.constants import FPS, RENDER_QUALITIES, TASKS
 from act.envs.demonstration import DemonstrationRecorder
 from act.envs.experts import ScriptedSettings
@@ -59,9 +61,26 @@ def remove_leftovers(folder: Path) -> None:
             leftover.unlink(missing_ok=True)
 
 
-@dataclass
+# Whole-number settings and the least value each may take (None: any whole number).
+COUNTS = {"num_episodes": 1, "workers": 0, "seed": None, "max_attempts": None}
+# List settings, and the form a user types them in (a bare ``cameras=top`` is a string, not a list).
+LISTS = {"cameras": "[top]", "image_size": "[480,640]"}
+
+
+def _whole(key: str, value, least: int | None) -> int:
+    """``value`` (4 or 4.0) as an int of at least ``least``, or an ``InputError`` naming the setting ``key``."""
+    if not is_integer(value, whole_floats=True):
+        raise InputError(f"{key} must be an integer, got {value!r}")
+    if least is not None and value < least:
+        raise InputError(f"{key} must be {'positive' if least == 1 else f'>= {least}'}, got {value}")
+    return int(value)
+
+
+@dataclass(frozen=True)
 class RecordSettings:
-    """What to record; see ``configs/record_demos.yaml`` for the meaning of each field."""
+    """What to record; see ``configs/record_demos.yaml`` for the meaning of each field. Every value is checked
+    here, once, whether it comes from the command line (``act.apps.record``) or from Python (``InputError``
+    naming the setting otherwise)."""
 
     task: str
     num_episodes: int
@@ -73,22 +92,26 @@ class RecordSettings:
     compression: str = "none"
     seed: int = 0
     expert: ScriptedSettings | HumanLikeSettings = ScriptedSettings()
-    max_attempts: int | None = None
+    max_attempts: int | None = None  # default: 2 * num_episodes + 20
 
     def __post_init__(self):
         check_choice("task", self.task, TASKS)
-        if self.num_episodes <= 0:
-            raise InputError(f"num_episodes must be positive, got {self.num_episodes}")
+        for key, least in COUNTS.items():
+            value = getattr(self, key)
+            if key == "max_attempts" and value is None:
+                value = 2 * self.num_episodes + 20  # num_episodes is checked by now
+            object.__setattr__(self, key, _whole(key, value, least))
+        for key, form in LISTS.items():
+            if not isinstance(getattr(self, key), (list, tuple)):
+                raise InputError(f"{key} must be a list like {key}={form}, got {getattr(self, key)!r}")
         check_choice("compression", self.compression, COMPRESSIONS)
-        if self.workers < 0:
-            raise InputError(f"workers must be >= 0, got {self.workers}")
-        self.cameras = validate_cameras(self.cameras)
-        if not self.cameras:
+        check_choice("render_quality", self.render_quality, RENDER_QUALITIES)
+        cameras = validate_cameras(self.cameras)
+        if not cameras:
             raise InputError("record at least one camera (ACT policies see images)")
-        self.image_size = validate_image_size(self.image_size)
-        self.out_dir = Path(self.out_dir)
-        if self.max_attempts is None:
-            self.max_attempts = 2 * self.num_episodes + 20
+        object.__setattr__(self, "cameras", cameras)
+        object.__setattr__(self, "image_size", validate_image_size(self.image_size))
+        object.__setattr__(self, "out_dir", Path(self.out_dir))
 
 
 @dataclass
@@ -270,77 +293,7 @@ def describe(settings: RecordSettings, result: RecordResult) -> dict:
             "workers": settings.workers, "out_dir": str(settings.out_dir)}
 
 
-def _number(cfg: DictConfig, key: str, kind: type, optional: bool = False):
-    """``cfg[key]`` as an int or float, or an ``InputError`` naming the setting."""
-    value = cfg[key]
-    if optional and value is None:
-        return None
-    try:
-        if isinstance(value, bool) or kind(value) != float(value):
-            raise ValueError
-        return kind(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{key} must be a{'n integer' if kind is int else ' number'}, got {value!r}") from None
-
-
-def _list(cfg: DictConfig, key: str, example: str) -> tuple:
-    """``cfg[key]`` as a tuple, or an ``InputError`` naming the setting and its form."""
-    value = cfg[key]
-    if not isinstance(value, ListConfig):
-        raise InputError(f"{key} must be a list like {key}={example}, got {value!r}")
-    return tuple(OmegaConf.to_container(value))
-
-
-def expert_from_cfg(node: DictConfig) -> ScriptedSettings | HumanLikeSettings:
-    """The expert settings a config node describes (configs/expert/<name>.yaml: ``_target_`` and its fields),
-    checked (``InputError`` naming the setting otherwise)."""
-    try:
-        return hydra.utils.instantiate(node, _convert_="all")
-    except InstantiationException as err:
-        if isinstance(err.__cause__, InputError):
-            raise err.__cause__ from None
-        raise InputError(f"expert settings: {err.__cause__ or err}") from err
-
-
-def expert_named(name: str, key: str = "demo.expert") -> ScriptedSettings | HumanLikeSettings:
-    """The settings of configs/expert/<name>.yaml as they are, for a setting ``key`` that names the expert;
-    needs Hydra initialised (an entry point, or ``initialize_config_dir``)."""
-    from hydra.core.global_hydra import GlobalHydra
-
-    check_setting(key, name, GlobalHydra.instance().config_loader().get_group_options("expert"),
-                  " (configs/expert/)")
-    return expert_from_cfg(hydra.compose(config_name=f"expert/{name}").expert)
-
-
-def settings_from_cfg(cfg: DictConfig) -> RecordSettings:
-    """The recording settings of configs/record_demos.yaml, every value checked (``InputError`` naming the
-    setting otherwise)."""
-    return RecordSettings(task=cfg.task.name, num_episodes=_number(cfg, "num_episodes", int),
-                          out_dir=Path(hydra.utils.to_absolute_path(cfg.out_dir)),
-                          cameras=_list(cfg, "cameras", "[top]"), image_size=_list(cfg, "image_size", "[480,640]"),
-                          render_quality=cfg.render_quality, workers=_number(cfg, "workers", int),
-                          compression=cfg.compression, seed=_number(cfg, "seed", int),
-                          expert=expert_from_cfg(cfg.expert), max_attempts=_number(cfg, "max_attempts", int, True))
-
-
 def rate_note(settings: RecordSettings, result: RecordResult) -> str:
     """``: the <expert> expert succeeds on 90%`` when this run tried seeds, else nothing."""
     rate = result.expert_success_rate
     return "" if rate is None else f": the {settings.expert.name} expert succeeds on {rate:.0%}"
-
-
-def record_demos(cfg: DictConfig) -> dict:
-    """``scripts/record_demos.py``: check the settings and the folder, record what is missing, write
-    ``recording.json`` into Hydra's run folder and print one line; returns that summary."""
-    settings = settings_from_cfg(cfg)
-    check_choice("render_quality", settings.render_quality, RENDER_QUALITIES)
-    reason = unwritable_reason(settings.out_dir)
-    if reason:
-        raise InputError(f"out_dir {settings.out_dir} is not writable ({reason}); choose another out_dir=<folder>")
-    result = record_with_bar(settings)
-    summary = describe(settings, result)
-    write_json(Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir) / "recording.json", summary)
-    print(f"{settings.task}: {result.kept} kept + {result.recorded} recorded = {settings.num_episodes} episodes in "
-          f"{settings.out_dir} ({result.attempts} seeds tried, {len(result.failures)} failed"
-          f"{rate_note(settings, result)}, {result.wall_time_s:.0f} s)")
-    return summary

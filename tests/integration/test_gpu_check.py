@@ -5,12 +5,11 @@ Markdown that docs/results.md takes. The refusal without CUDA: tests/e2e/test_sc
 from __future__ import annotations
 
 import pytest
-from omegaconf import OmegaConf
 
 from act.bench import gpu_check
 from act.runtime.precision import PrecisionChoice
 
-CFG = OmegaConf.create({"tests_s": 300, "trainer_overhead": 1.5, "fallback_step_s": 0.05})
+OVERHEAD, FALLBACK_STEP_S = 1.5, 0.05  # configs/bench/gpu_check.yaml's trainer_overhead and fallback_step_s
 
 
 def speed_row(precision: str, ms: float) -> dict:
@@ -19,7 +18,7 @@ def speed_row(precision: str, ms: float) -> dict:
 
 
 def test_the_cuda_stage_runs_the_cuda_tests_and_counts_them(tmp_path):
-    result = gpu_check.cuda_tests(CFG, tmp_path, gpu_check.Clock(600))
+    result = gpu_check.cuda_tests(tmp_path, timeout_s=300)
     assert result["rc"] == 0 and result["tests"] >= 5
     # no CUDA here: each one is skipped with its reason, none fails or passes by accident
     assert result["skipped"] == result["tests"] and result["failures"] == result["errors"] == 0
@@ -31,9 +30,9 @@ def test_quickstart_steps_come_from_the_step_auto_would_train(monkeypatch):
                         lambda *a, **k: PrecisionChoice("auto", "bf16-mixed", "native bf16"))
     tables = {"quickstart": {"training": {"32-true": speed_row("32-true", 40.0),
                                           "bf16-mixed": speed_row("bf16-mixed", 20.0)}}}
-    steps, step_s = gpu_check.quickstart_steps(CFG, tables, train_s=300.0)
+    steps, step_s = gpu_check.quickstart_steps(tables, 300.0, OVERHEAD, FALLBACK_STEP_S)
     assert step_s == pytest.approx(0.02) and steps == 10000  # 300 s / (1.5 x 20 ms)
-    assert gpu_check.quickstart_steps(CFG, {}, train_s=240.0) == (3200, 0.05)  # speed failed: the fallback
+    assert gpu_check.quickstart_steps({}, 240.0, OVERHEAD, FALLBACK_STEP_S) == (3200, 0.05)  # speed failed: fallback
 
 
 def test_the_report_reads_as_the_tables_results_md_takes():
@@ -46,7 +45,7 @@ def test_the_report_reads_as_the_tables_results_md_takes():
                          "quickstart": {"rc": 0, "successes": 45, "num_episodes": 50, "success_rate": 0.9,
                                         "success_rate_ci95": [0.79, 0.96], "train_steps": 9000,
                                         "wall_time_s": {"record": 30.0, "train": 290.0, "eval": 40.0}}}}
-    text = gpu_check.markdown(report)
+    text = gpu_check.gpu_check_markdown(report)
     assert "NVIDIA H200" in text and "8 passed, 1 failed" in text
     assert "| paper | bf16-mixed | 50.0 | 160 | 0.5 | 700 | 0.69 |" in text
     assert "| quickstart | failed (rc 1, q.log)" in text

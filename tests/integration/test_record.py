@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
+from act.apps.record import settings_from_cfg
 from act.data.episodes import EpisodeIndex
 from act.data.inspect import format_summary, validate
 from act.data.inspect import summary as inspect_summary
-from act.data.record import RecordSettings, describe, record, record_with_bar, settings_from_cfg
+from act.data.record import RecordSettings, describe, record, record_with_bar
 from act.data.schema import list_episode_files, write_episode
 import act.apps.rollout as scripted_rollout
 from act.envs.experts import ScriptedSettings
@@ -98,6 +99,11 @@ def test_refuses_a_folder_of_another_task(tmp_path):
     (dict(cameras=()), "at least one camera"),
     (dict(num_episodes=0), "num_episodes"),
     (dict(image_size=(0, 10)), "image_size"),
+    (dict(num_episodes=2.5), "num_episodes must be an integer, got 2.5"),
+    (dict(workers=-1), "workers must be >= 0, got -1"),
+    (dict(seed=True), "seed must be an integer, got True"),
+    (dict(cameras="top"), r"cameras must be a list like cameras=\[top\], got 'top'"),
+    (dict(render_quality="ugly"), "unknown render_quality 'ugly'"),
 ])
 def test_bad_settings(tmp_path, kwargs, message):
     base = dict(task="transfer_cube", num_episodes=2, out_dir=tmp_path)

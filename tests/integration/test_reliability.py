@@ -383,7 +383,7 @@ def test_rerun_removes_temporaries_of_pending_episodes(tmp_path):
     ("workers=many", "workers must be an integer, got 'many'"),
 ])
 def test_record_settings_name_the_bad_argument(override, message):
-    from act.data.record import settings_from_cfg
+    from act.apps.record import settings_from_cfg
 
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("record_demos", overrides=[override])

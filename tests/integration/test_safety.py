@@ -360,8 +360,8 @@ def test_run_realtime_stops_reports_and_records(run_script, tiny_checkpoint, tmp
     index = EpisodeIndex(record)
     assert len(index) == 2 and index.low_dim(0)["held"][-1] and index.attrs["source"] == "run_realtime"
     assert len(index.low_dim(1)["action"]) + metrics["missed_ticks"] == 25
-    from act.data.inspect import inspect_command
+    from act.apps import inspect as inspect_dataset
 
-    assert inspect_command(["validate", str(record)]) == 0 and inspect_command(["summary", str(record)]) == 0
+    assert inspect_dataset.main(["validate", str(record)]) == 0 and inspect_dataset.main(["summary", str(record)]) == 0
     proc = run_script("run_realtime", f"ckpt_path={tiny_checkpoint}", "safety.mode=brake", check=False)
     assert proc.returncode == 2 and "error: safety.mode='brake' is unknown; valid: clip, stop" in proc.stderr

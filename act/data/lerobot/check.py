@@ -1,57 +1,30 @@
-"""LeRobot as the judge of our v3.0 files, both ways (needs LeRobot 0.6.1 in its own environment).
-
-    python -m venv /work/lerobot-venv   # Python >= 3.12
-    /work/lerobot-venv/bin/pip install 'lerobot[dataset]==0.6.1'
-    LEROBOT_PYTHON=/work/lerobot-venv/bin/python python scripts/check_lerobot.py out=outputs/check_lerobot
-
-1. Ours -> LeRobot: ``src`` (default: 3 freshly recorded 120x160 transfer-cube demos) is converted
-   with images=image and images=video; ``LeRobotDataset(repo_id, root=...)`` loads each: states,
-   actions and velocities must be identical, frames identical (image) or above ``min_psnr`` (video),
-   timestamps on the 1/fps grid, and LeRobot's stats mean/std those of our normalisation.
-2. LeRobot -> ours: ``LeRobotDataset.create``/``add_frame``/``save_episode``/``finalize`` write the same
-   episodes (video and image); our loader must read identical arrays, and ``scripts/train.py
-   experiment=smoke`` must train on the video one for ``steps`` steps.
-
-Prints one PASS/FAIL line per check, writes ``<out>/check_lerobot.json``; exit 1 if any check fails.
+"""The comparisons behind ``scripts/check_lerobot.py`` (``act/apps/check_lerobot.py``): our v3.0 folders read by
+LeRobot's ``LeRobotDataset``, and LeRobot's own writer read by us, each compared array by array with the source.
+LeRobot runs in its own environment (``judge.py``, by path); each comparison is reported to a ``check(name, ok,
+detail)`` callable.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from act.data.convert import TASK_TEXT, ConvertSettings, convert
 from act.data.episodes import EpisodeIndex
 from act.data.lerobot.video import psnr
-from act.data.schema import list_episode_files
 from act.data.stats import compute_stats
-from act.common.errors import InputError
-from act.common.io import write_json
 
-ROOT = Path(__file__).resolve().parents[3]  # the repository: scripts/train.py trains on LeRobot's dataset
 JUDGE = Path(__file__).with_name("judge.py")  # run by LeRobot's own Python
+Check = Callable[..., bool]  # check(name, ok, detail=""): reports one comparison, returns ok
 
 
-class Checks:
-    """PASS/FAIL lines and their record."""
-
-    def __init__(self):
-        self.results: list[dict] = []
-
-    def __call__(self, name: str, ok: bool, detail: str = "") -> bool:
-        self.results.append({"check": name, "ok": bool(ok), "detail": detail})
-        print(f"{'PASS' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}", flush=True)
-        return bool(ok)
-
-
-def lerobot(python: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+def run_judge(python: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     """Run the LeRobot side in LeRobot's environment: offline, with its caches inside ``cwd``."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HOME=str(cwd / "hf_home"), SVT_LOG="1")
@@ -59,34 +32,21 @@ def lerobot(python: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
                           timeout=1800)
 
 
-def prepare_source(args, out: Path) -> Path:
-    """``args.src``'s first ``args.episodes`` episodes (linked), or freshly recorded demos."""
-    src = out / "src"
-    shutil.rmtree(src, ignore_errors=True)
-    src.mkdir(parents=True)
-    if args.src:
-        for number, path in list_episode_files(args.src)[:args.episodes]:
-            (src / path.name).symlink_to(path.resolve())
-        return src
-    from act.data.record import RecordSettings, record
-
-    record(RecordSettings(task="transfer_cube", num_episodes=args.episodes, out_dir=src, cameras=("top",),
-                          image_size=(120, 160), render_quality="fast", workers=0))
-    return src
-
-
 def source_arrays(index: EpisodeIndex) -> list[dict]:
+    """Each episode's arrays (qpos, action, ...) and frames (``image_<camera>``: (T, H, W, 3) uint8)."""
     reader = index.open_frames()
     return [{**index.low_dim(i), **{f"image_{cam}": reader.episode_frames(i, cam) for cam in index.cameras}}
             for i in range(len(index))]
 
 
-def check_ours_in_lerobot(check: Checks, python: str, src: Path, out: Path, mode: str, min_psnr: float,
+def check_ours_in_lerobot(check: Check, python: str, src: Path, out: Path, mode: str, min_psnr: float,
                           episodes: list[dict], backend: str) -> None:
+    """``src`` converted to a v3.0 folder with images as ``mode`` and loaded by ``LeRobotDataset`` (video decoded
+    by ``backend``): its arrays, timestamps, task, frames and statistics against ``episodes`` (``src``'s)."""
     folder = out / f"ours_{mode}"
     shutil.rmtree(folder, ignore_errors=True)
     convert(ConvertSettings(src=src, out=folder, to="lerobot", images=mode))
-    proc = lerobot(python, "load", str(folder), str(out / f"read_{mode}_{backend}.npz"), backend, cwd=out)
+    proc = run_judge(python, "load", str(folder), str(out / f"read_{mode}_{backend}.npz"), backend, cwd=out)
     if not check(f"LeRobotDataset loads our {mode} dataset ({backend})", proc.returncode == 0,
                  proc.stdout.strip().splitlines()[-1] if proc.returncode == 0 else proc.stderr.strip()[-2000:]):
         return
@@ -122,15 +82,17 @@ def check_ours_in_lerobot(check: Checks, python: str, src: Path, out: Path, mode
               and np.allclose(std[unclipped], stats[f"{name}_std"][unclipped], rtol=1e-5))
 
 
-def check_lerobot_in_ours(check: Checks, python: str, out: Path, mode: str, min_psnr: float,
+def check_lerobot_in_ours(check: Check, python: str, out: Path, mode: str, min_psnr: float,
                           episodes: list[dict]) -> Path | None:
+    """``episodes`` written by LeRobot's own writer (images as ``mode``) and read by our loader; returns that
+    folder, or None when LeRobot could not write it."""
     folder = out / f"theirs_{mode}"
     shutil.rmtree(folder, ignore_errors=True)
     arrays = {"task": np.array("transfer the red cube")}
     for i, e in enumerate(episodes):
         arrays.update({f"episode_{i}/{k}": v for k, v in e.items() if k in ("qpos", "qvel", "action", "image_top")})
     np.savez(out / "episodes.npz", **arrays)
-    proc = lerobot(python, "write", str(out / "episodes.npz"), str(folder), mode, cwd=out)
+    proc = run_judge(python, "write", str(out / "episodes.npz"), str(folder), mode, cwd=out)
     if not check(f"LeRobotDataset.create writes a {mode} dataset", proc.returncode == 0,
                  "" if proc.returncode == 0 else proc.stderr.strip()[-2000:]):
         return None
@@ -148,43 +110,3 @@ def check_lerobot_in_ours(check: Checks, python: str, out: Path, mode: str, min_
         check(f"theirs video: PSNR >= {min_psnr} dB", min(values) >= min_psnr,
               f"per episode {', '.join(f'{v:.1f}' for v in values)} dB")
     return folder
-
-
-def check_lerobot(argv: list[str] | None = None) -> int:
-    """``scripts/check_lerobot.py``: every check, one PASS/FAIL line each; the exit code (1: a check failed)."""
-    parser = argparse.ArgumentParser(prog="scripts/check_lerobot.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="outputs/check_lerobot", help="work folder (recreated)")
-    parser.add_argument("--src", default=None, help="ACT HDF5 folder to take episodes from (default: record)")
-    parser.add_argument("--episodes", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=10, help="training steps on LeRobot's dataset")
-    parser.add_argument("--min-psnr", type=float, default=30.0)
-    parser.add_argument("--lerobot-python", default=os.environ.get("LEROBOT_PYTHON"),
-                        help="Python of the environment with lerobot[dataset]==0.6.1 (default: $LEROBOT_PYTHON)")
-    args = parser.parse_args(argv)
-    if not args.lerobot_python or not Path(args.lerobot_python).is_file():
-        raise InputError("no LeRobot environment: set LEROBOT_PYTHON=<venv>/bin/python of a Python >= 3.12 venv "
-                         "with `pip install 'lerobot[dataset]==0.6.1'`")
-    out = Path(args.out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    check = Checks()
-    src = prepare_source(args, out)
-    episodes = source_arrays(EpisodeIndex(src))
-    for mode, backend in (("image", "pyav"), ("video", "pyav"), ("video", "torchcodec")):
-        check_ours_in_lerobot(check, args.lerobot_python, src, out, mode, args.min_psnr, episodes, backend)
-    check_lerobot_in_ours(check, args.lerobot_python, out, "image", args.min_psnr, episodes)
-    theirs = check_lerobot_in_ours(check, args.lerobot_python, out, "video", args.min_psnr, episodes)
-    if theirs is not None:
-        height, width = episodes[0]["image_top"].shape[1:3]
-        proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "train.py"), "experiment=smoke",
-                               f"data.dataset_dir={theirs}", f"task.image_size=[{height},{width}]",
-                               f"trainer.max_steps={args.steps}", f"out_dir={out / 'train'}", "hydra.run.dir=" +
-                               str(out / "train")], cwd=out, capture_output=True, text=True, timeout=3600)
-        check(f"scripts/train.py experiment=smoke trains {args.steps} steps on LeRobot's dataset",
-              proc.returncode == 0 and (out / "train" / "checkpoints" / "last.ckpt").is_file(),
-              proc.stdout.strip().splitlines()[-1] if proc.returncode == 0 else proc.stderr.strip()[-2000:])
-    failed = [r for r in check.results if not r["ok"]]
-    write_json(out / "check_lerobot.json", {"lerobot_python": args.lerobot_python, "results": check.results})
-    print(f"{len(check.results) - len(failed)} passed, {len(failed)} failed")
-    return 1 if failed else 0
-

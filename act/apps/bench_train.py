@@ -1,0 +1,68 @@
+"""Benchmark ACT training and inference speed on this machine (``scripts/bench_train.py``).
+
+    python scripts/bench_train.py out_dir=outputs/bench_train              # the paper's `act` preset
+    python scripts/bench_train.py experiment=cpu_quickstart                 # a training experiment's step
+
+The config is train.yaml's with configs/bench/train.yaml's settings on top, so the step timed is the one
+training runs (``data.batch_size``, ``task.cameras``, ``task.image_size``, the policy). The policy is built with
+random weights from its config (``act.apps.train.policy_module``); the timings are act/bench/train.py's;
+``metrics.json`` in ``out_dir`` and one line per variant and precision.
+"""
+
+from __future__ import annotations
+
+import resource
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from act.apps.train import policy_module
+from act.bench.train import TrainBench, choose_variants, machine, time_inference, time_training
+from act.common.io import write_json
+from act.runtime.device import resolve_device
+
+
+def main(cfg: DictConfig) -> dict:
+    """The benchmark of configs/bench/train.yaml; prints and returns its results."""
+    if cfg.threads:
+        torch.set_num_threads(int(cfg.threads))
+    torch.manual_seed(cfg.seed)
+    device = str(resolve_device(cfg.device))
+    bench = TrainBench(batch_size=int(cfg.data.batch_size), num_cameras=len(cfg.task.cameras),
+                       image_size=tuple(cfg.task.image_size), chunk_size=int(cfg.policy.model.chunk_size),
+                       train_steps=int(cfg.train_steps), inference_queries=int(cfg.inference_queries),
+                       seed=int(cfg.seed))
+
+    def build(channels_last: bool | None):  # the policy of cfg with random weights, for bench's cameras
+        policy = cfg.policy if channels_last is None else OmegaConf.merge(cfg.policy, {"channels_last": channels_last})
+        return policy_module(policy, {"camera_names": [f"cam{i}" for i in range(bench.num_cameras)],
+                                      "image_size": list(bench.image_size)})
+
+    results = {"config": {"task": cfg.task.name, "policy": OmegaConf.to_container(cfg.policy.model, resolve=True),
+                          "image_crop": OmegaConf.to_container(cfg.policy).get("image_crop"),
+                          "batch_size": bench.batch_size, "num_cameras": bench.num_cameras,
+                          "image_size": list(bench.image_size)},
+               "training": {}, "inference": {}, "machine": machine(device)}
+    formats = list(cfg.get("channels_last") or [bool(cfg.policy.channels_last)])
+    variants = choose_variants(list(cfg.precisions), formats, bool(cfg.emulated_bf16), device, results)
+    for name, why in results.get("skipped", {}).items():
+        print(f"skipping {name}: not native here, {why} (emulated_bf16=true to time it anyway)")
+    results["training"] = time_training(bench, variants, device, build)
+    for precision in dict.fromkeys(precision for precision, _ in variants.values()):
+        results["inference"][precision] = time_inference(bench, precision, device, build)
+    results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    path = write_json(Path(cfg.out_dir) / "metrics.json", results)
+    _report(results, path)
+    return results
+
+
+def _report(results: dict, path: Path) -> None:
+    for name, r in results["training"].items():
+        phases = " ".join(f"{k} {v:.0f}" for k, v in r["phases_ms"].items())
+        print(f"train {name:26s} {r['ms_per_step']:8.1f} ms/step  {r['samples_per_s']:7.1f} samples/s  "
+              f"{r['gflop_per_s']:8.1f} GFLOP/s of {r['matmul_gflop_per_s']:.0f} (matmul)  floor_ratio "
+              f"{r['floor_ratio']:.2f}  ({r['gflop_per_step']:.1f} GFLOP/step; ms: {phases})")
+    for p, r in results["inference"].items():
+        print(f"infer {p:26s} {r['ms_per_query']:8.1f} ms/query (batch 1)")
+    print(f"peak RSS {results['peak_rss_mb']:.0f} MB | metrics: {path}")
