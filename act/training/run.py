@@ -22,6 +22,7 @@ from act.training.callbacks import ResumableCSVLogger, SafeCheckpointIO
 from act.data.datamodule import ACTDataModule
 from act.data.schema import EpisodeFormatError, EpisodeInfo
 from act.model.checkpoint import CheckpointError, read_checkpoint
+from act.model.spec import PolicySpec
 from act.runtime.device import trainer_device
 from act.runtime.precision import resolve_precision
 from act.training.resume import resume_checkpoint
@@ -130,10 +131,9 @@ def build_module(cfg: DictConfig, dm: ACTDataModule) -> L.LightningModule:
     if index.state_dim != cfg.policy.model.state_dim or index.action_dim != cfg.policy.model.action_dim:
         raise ConfigError(f"the data has state/action dims {index.state_dim}/{index.action_dim}, the policy "
                           f"expects {cfg.policy.model.state_dim}/{cfg.policy.model.action_dim}")
-    stats = {k: v.tolist() for k, v in dm.stats.items()}
-    deployment = {"camera_names": list(index.cameras), "image_size": list(index.image_shape[:2]),
-                  "stats": stats, "task": cfg.task.name, "render_quality": index.attrs.get("render_quality")}
-    module = policy_module(cfg.policy, deployment)
+    spec = PolicySpec(task=cfg.task.name, camera_names=tuple(index.cameras), image_size=tuple(index.image_shape[:2]),
+                      render_quality=index.attrs.get("render_quality"), stats=dm.stats)
+    module = policy_module(cfg.policy, spec.to_dict())
     # Set after instantiation: Hydra would otherwise build every `_target_` inside the config.
     module.hparams["train_config"] = OmegaConf.to_container(cfg, resolve=True)
     return module
@@ -142,15 +142,14 @@ def build_module(cfg: DictConfig, dm: ACTDataModule) -> L.LightningModule:
 def build_probe_module(cfg: DictConfig, **policy: Any) -> L.LightningModule:
     """An untrained module shaped as ``cfg`` says (task cameras and image size, no dataset), with the
     ``policy`` settings given here over ``cfg.policy``'s: for timing steps and queries before the data exists."""
-    return policy_module(OmegaConf.merge(cfg.policy, policy) if policy else cfg.policy,
-                         {"camera_names": list(cfg.task.cameras), "image_size": list(cfg.task.image_size)})
+    spec = PolicySpec(camera_names=tuple(cfg.task.cameras), image_size=tuple(cfg.task.image_size))
+    return policy_module(OmegaConf.merge(cfg.policy, policy) if policy else cfg.policy, spec.to_dict())
 
 
 def policy_module(policy_cfg: DictConfig, deployment: dict) -> L.LightningModule:
-    """The ``ACTLitModule`` of a ``policy`` config (configs/policy/) for ``deployment``: its
-    ``camera_names`` and ``image_size``, and for a trained network ``stats``, ``task`` and
-    ``render_quality``. The one place a policy config becomes a module (training, the demo's plan,
-    the benchmarks)."""
+    """The ``ACTLitModule`` of a ``policy`` config (configs/policy/) for ``deployment``, a ``PolicySpec.to_dict()``
+    (``act.model.spec``): its cameras and image size, and for a trained network its statistics, task and render
+    quality. The one place a policy config becomes a module (training, the demo's plan, the benchmarks)."""
     try:
         return instantiate(policy_cfg, deployment=deployment, _convert_="all")
     except InstantiationException as err:  # surface the policy's own message (e.g. ACTConfig's)
@@ -238,8 +237,6 @@ def resume_path(cfg: DictConfig, trainer: L.Trainer) -> Path | None:
     return path
 
 
-# Settings a checkpoint's weights depend on, or its data: resuming with another value cannot work.
-RESUME_SETTINGS = {"task": "task", "camera_names": "task.cameras", "image_size": "task.image_size"}  # deployment
 INIT_ONLY = ("backbone_weights",)  # used only to initialise a new network
 
 
@@ -249,11 +246,9 @@ def check_resume(path: Path, checkpoint: dict, module: L.LightningModule, restar
         return [plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
     saved, now = checkpoint["hyper_parameters"], module.hparams
-    deployment = saved["deployment"] or {}
     pairs = [(f"policy.model.{key}", saved["model"][key], value)
              for key, value in dict(now["model"]).items() if key in saved.get("model", {}) and key not in INIT_ONLY]
-    pairs += [(name, deployment.get(key), now["deployment"].get(key))
-              for key, name in RESUME_SETTINGS.items() if key in deployment]
+    pairs += PolicySpec.from_dict(saved["deployment"]).resume_pairs(PolicySpec.from_dict(now["deployment"]))
     if "image_crop" in saved:
         pairs.append(("policy.image_crop", saved["image_crop"], now.get("image_crop")))
     differ = [(name, old, new) for name, old, new in pairs if plain(old) != plain(new)]
