@@ -46,7 +46,8 @@ class ScriptedNetwork:
 
     def __init__(self, program, chunk_size: int = 5):
         self.program, self.calls = list(program), 0
-        self.spec = PolicySpec(camera_names=("top",), image_size=SIZE, chunk_size=chunk_size, state_dim=14, action_dim=14)
+        self.spec = PolicySpec(camera_names=("top",), image_size=SIZE, chunk_size=chunk_size, state_dim=14,
+                               action_dim=14)
 
     def __call__(self, qpos, images):
         step = self.program[min(self.calls, len(self.program) - 1)]

@@ -55,7 +55,8 @@ def test_an_unreadable_checkpoint_is_named(tmp_path):
 
 def test_resuming_with_another_camera_setup_names_the_setting():
     # The spec's fields that a setting chooses (task, task.cameras, task.image_size) must match the checkpoint's.
-    saved = {"model": {"chunk_size": 10}, "deployment": PolicySpec(task="transfer_cube", camera_names=("top",)).to_dict()}
+    saved = {"model": {"chunk_size": 10},
+             "deployment": PolicySpec(task="transfer_cube", camera_names=("top",)).to_dict()}
     now = {"model": {"chunk_size": 10},
            "deployment": PolicySpec(task="transfer_cube", camera_names=("top", "angle"), chunk_size=10).to_dict()}
     with pytest.raises(ConfigError, match=r"cannot resume from last.ckpt: task.cameras=\['top'\] in the checkpoint, "

@@ -29,7 +29,8 @@ def test_files_without_the_newer_fields_take_the_defaults():
     old = {"camera_names": ["top"], "image_size": [32, 32], "stats": None, "task": "transfer_cube"}
     spec = PolicySpec.from_dict(old)
     assert spec.render_quality is None and spec.chunk_size is None and spec.stats is None
-    assert PolicySpec.from_dict({"camera_names": None, "image_size": None}) == PolicySpec() == PolicySpec.from_dict(None)
+    assert PolicySpec.from_dict({"camera_names": None, "image_size": None}) == PolicySpec()
+    assert PolicySpec.from_dict(None) == PolicySpec()
     assert PolicySpec().camera_names == ("top",) and PolicySpec().image_size == (480, 640)
 
 
