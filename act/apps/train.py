@@ -28,6 +28,7 @@ from act.training.resume import resume_checkpoint
 from act.training.run import (ConfigError, check_image_cache, check_task, check_writable, checkpoint_folders,
                               fit_from, resume_step, say, sweep_value, trainer_precision)
 from act.data.datamodule import ACTDataModule
+from act.model.spec import PolicySpec
 from act.data.schema import EpisodeFormatError
 from act.common.lock import folder_lock
 
@@ -145,10 +146,9 @@ def build_module(cfg: DictConfig, dm: ACTDataModule) -> L.LightningModule:
     if index.state_dim != cfg.policy.model.state_dim or index.action_dim != cfg.policy.model.action_dim:
         raise ConfigError(f"the data has state/action dims {index.state_dim}/{index.action_dim}, the policy "
                           f"expects {cfg.policy.model.state_dim}/{cfg.policy.model.action_dim}")
-    stats = {k: v.tolist() for k, v in dm.stats.items()}
-    deployment = {"camera_names": list(index.cameras), "image_size": list(index.image_shape[:2]),
-                  "stats": stats, "task": cfg.task.name, "render_quality": index.attrs.get("render_quality")}
-    module = policy_module(cfg.policy, deployment)
+    spec = PolicySpec(task=cfg.task.name, camera_names=tuple(index.cameras), image_size=tuple(index.image_shape[:2]),
+                      render_quality=index.attrs.get("render_quality"), stats=dm.stats)
+    module = policy_module(cfg.policy, spec.to_dict())
     # Set after instantiation: Hydra would otherwise build every `_target_` inside the config.
     module.hparams["train_config"] = OmegaConf.to_container(cfg, resolve=True)
     return module
@@ -157,15 +157,14 @@ def build_module(cfg: DictConfig, dm: ACTDataModule) -> L.LightningModule:
 def build_probe_module(cfg: DictConfig, **policy: Any) -> L.LightningModule:
     """An untrained module shaped as ``cfg`` says (task cameras and image size, no dataset), with the
     ``policy`` settings given here over ``cfg.policy``'s: for timing steps and queries before the data exists."""
-    return policy_module(OmegaConf.merge(cfg.policy, policy) if policy else cfg.policy,
-                         {"camera_names": list(cfg.task.cameras), "image_size": list(cfg.task.image_size)})
+    spec = PolicySpec(camera_names=tuple(cfg.task.cameras), image_size=tuple(cfg.task.image_size))
+    return policy_module(OmegaConf.merge(cfg.policy, policy) if policy else cfg.policy, spec.to_dict())
 
 
 def policy_module(policy_cfg: DictConfig, deployment: dict) -> L.LightningModule:
-    """The ``ACTLitModule`` of a ``policy`` config (configs/policy/) for ``deployment``: its
-    ``camera_names`` and ``image_size``, and for a trained network ``stats``, ``task`` and
-    ``render_quality``. The one place a policy config becomes a module (training, the demo's plan,
-    the benchmarks)."""
+    """The ``ACTLitModule`` of a ``policy`` config (configs/policy/) for ``deployment``, a ``PolicySpec.to_dict()``
+    (``act.model.spec``): its cameras and image size, and for a trained network its statistics, task and render
+    quality. The one place a policy config becomes a module (training, the demo's plan, the benchmarks)."""
     try:
         return instantiate(policy_cfg, deployment=deployment, _convert_="all")
     except InstantiationException as err:  # surface the policy's own message (e.g. ACTConfig's)

@@ -1,9 +1,9 @@
 """Training checkpoints read without Lightning or Hydra: the network rebuilt from the file alone.
 
-A checkpoint written by ``scripts/train.py`` holds ``hyper_parameters`` (the network config,
-crop, and under ``deployment`` the cameras, image size, statistics, task) and ``state_dict``
-(``net.model.*``, ``net.qpos_mean``, ...: the module holds a ``NormalizedACT`` as ``net``, and its
-weight average as ``ema.net`` when it keeps one).
+A checkpoint written by ``scripts/train.py`` holds ``hyper_parameters`` (the network config, crop,
+and under ``deployment`` the policy's ``PolicySpec``: cameras, image size, statistics, task, ...) and
+``state_dict`` (``net.model.*``, ``net.qpos_mean``, ...: the module holds a ``NormalizedACT`` as ``net``,
+and its weight average as ``ema.net`` when it keeps one).
 """
 
 from __future__ import annotations
@@ -18,15 +18,12 @@ import torch
 
 from act.model.act import ACTConfig
 from act.model.normalized import NormalizedACT
-from act.common.checks import check_choice
+from act.model.spec import PolicySpec
 from act.common.errors import InputError
 
 CHECKPOINT_HINT = "give a .ckpt file written by scripts/train.py (e.g. <run>/checkpoints/last.ckpt)"
 NET_PREFIX = "net."
 EMA_PREFIX = "ema.net."  # the weight average (``policy.ema_decay``): what a policy is deployed with
-# What the training data says the policy sees (``ACTLitModule``'s ``deployment``), with defaults.
-DEPLOYMENT_DEFAULTS = {"camera_names": ("top",), "image_size": (480, 640), "stats": None, "task": None,
-                       "render_quality": None}
 
 
 class CheckpointError(InputError):
@@ -61,13 +58,6 @@ def read_checkpoint(path: str | Path) -> dict:
     return checkpoint
 
 
-def deployment_values(deployment: dict | None) -> dict:
-    """Every deployment value: the given ones, defaults for those missing or None; unknown keys refused."""
-    for key in deployment or {}:
-        check_choice("deployment key", key, DEPLOYMENT_DEFAULTS)
-    return {**DEPLOYMENT_DEFAULTS, **{k: v for k, v in (deployment or {}).items() if v is not None}}
-
-
 def network_state_dict(state_dict: dict) -> dict:
     """The deployed ``NormalizedACT`` of a checkpoint's state dict, without the prefix: the weight
     average where the run kept one, else the trained weights."""
@@ -81,11 +71,9 @@ def network_from_hparams(hparams: dict, channels_last: bool = True) -> Normalize
     ``backbone_weights`` is dropped: the checkpoint's weights replace them, so deployment never
     downloads or reads the pretraining file.
     """
-    meta = deployment_values(hparams["deployment"])
-    model = {**dict(hparams.get("model") or {}), "num_cameras": len(meta["camera_names"]), "backbone_weights": None}
-    return NormalizedACT(ACTConfig(**model), stats=meta["stats"], camera_names=list(meta["camera_names"]),
-                         image_size=meta["image_size"], image_crop=hparams.get("image_crop"), task=meta["task"],
-                         render_quality=meta["render_quality"], channels_last=channels_last)
+    spec = PolicySpec.from_dict(hparams["deployment"])
+    model = {**dict(hparams.get("model") or {}), "num_cameras": len(spec.camera_names), "backbone_weights": None}
+    return NormalizedACT(ACTConfig(**model), spec, image_crop=hparams.get("image_crop"), channels_last=channels_last)
 
 
 def load_network(path: str | Path, map_location: str | torch.device = "cpu",

@@ -17,12 +17,12 @@ import torch
 from torch import nn
 
 from act.model.act import ACT, ACTConfig
+from act.model.spec import STAT_KEYS, PolicySpec
 from act.common.errors import InputError
 
 # torchvision's ImageNet statistics: the backbone expects them even with random init.
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
-STAT_KEYS = ("qpos_mean", "qpos_std", "action_mean", "action_std")
 
 
 def check_crop(crop: Sequence[int] | None, image_size: tuple[int, int]) -> tuple[int, int, int, int] | None:
@@ -43,31 +43,27 @@ class NormalizedACT(nn.Module):
     """``ACT`` plus everything needed to run it on raw robot data.
 
     Args:
-        config: the network's sizes (``config.num_cameras`` must equal ``len(camera_names)``).
-        stats: ``qpos_mean``/``qpos_std``/``action_mean``/``action_std`` (D,) arrays; None: identity.
-        camera_names: cameras in the order the network sees them.
-        image_size: (H, W) of the camera images it takes.
+        config: the network's sizes (``config.num_cameras`` must equal ``len(spec.camera_names)``).
+        spec: what the policy expects (``act.model.spec``): its cameras in the order the network
+            sees them, their image size, the statistics it normalises with (None: identity), the
+            task and render quality it was trained on. Kept as ``self.spec``, with the network's sizes.
         image_crop: ``[top, left, height, width]`` window the network sees, or None (whole image).
-        task, render_quality: what the network was trained on (carried for deployment and export).
         channels_last: run the backbone in channels-last memory format (faster CPU convolutions).
 
     ``forward(qpos, images)`` is the deployed function: qpos (B, state_dim) float in joint units,
     images (B, cameras, 3, H, W) uint8 -> actions (B, chunk_size, action_dim) in joint units, z = 0.
     """
 
-    def __init__(self, config: ACTConfig, stats: dict | None = None, camera_names: Sequence[str] = ("top",),
-                 image_size: Sequence[int] = (480, 640), image_crop: Sequence[int] | None = None,
-                 task: str | None = None, render_quality: str | None = None, channels_last: bool = True):
+    def __init__(self, config: ACTConfig, spec: PolicySpec = PolicySpec(), image_crop: Sequence[int] | None = None,
+                 channels_last: bool = True):
         super().__init__()
-        if config.num_cameras != len(camera_names):
-            raise InputError(f"config.num_cameras={config.num_cameras} but {len(camera_names)} camera names given")
+        if config.num_cameras != len(spec.camera_names):
+            raise InputError(f"config.num_cameras={config.num_cameras} but {len(spec.camera_names)} camera names given")
         self.config = config
         self.model = ACT(config)
-        self.camera_names = [str(c) for c in camera_names]
-        self.image_size = tuple(int(v) for v in image_size)
-        self.image_crop = check_crop(image_crop, self.image_size)
-        self.task, self.render_quality = task, render_quality
-        stats = stats or {}
+        self.spec = spec.for_network(config.chunk_size, config.state_dim, config.action_dim)
+        self.image_crop = check_crop(image_crop, self.spec.image_size)
+        stats = self.spec.stats or {}
         for key in STAT_KEYS:
             dim = config.state_dim if key.startswith("qpos") else config.action_dim
             default = np.ones(dim) if key.endswith("std") else np.zeros(dim)
@@ -82,9 +78,26 @@ class NormalizedACT(nn.Module):
         if channels_last:
             self.model.backbone.to(memory_format=torch.channels_last)
 
+    # -- what the policy expects, read from its spec (``self.spec``) -----------------------------
     @property
     def chunk_size(self) -> int:
         return self.config.chunk_size
+
+    @property
+    def camera_names(self) -> list[str]:
+        return list(self.spec.camera_names)
+
+    @property
+    def image_size(self) -> tuple[int, int]:
+        return self.spec.image_size
+
+    @property
+    def task(self) -> str | None:
+        return self.spec.task
+
+    @property
+    def render_quality(self) -> str | None:
+        return self.spec.render_quality
 
     # -- normalisation: the one place it happens -----------------------------------------------
     def normalize_qpos(self, qpos: torch.Tensor) -> torch.Tensor:
@@ -98,6 +111,12 @@ class NormalizedACT(nn.Module):
     def unnormalize_actions(self, actions: torch.Tensor) -> torch.Tensor:
         """(..., A) z-scores -> joint targets."""
         return actions * self.action_std + self.action_mean
+
+    def normalize_target(self, actions: torch.Tensor, is_pad: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, k, A) joint targets -> the chunk the loss and the CVAE encoder see: z-scores, zero at
+        the steps past the episode's end (``is_pad`` (B, k) True), which hold no real action."""
+        target = self.normalize_actions(actions)  # (B, k, A)
+        return target if is_pad is None else target.masked_fill(is_pad.bool()[..., None], 0.0)
 
     def normalize_images(self, images: torch.Tensor) -> torch.Tensor:
         """(B, C, 3, H, W) uint8 -> (B, C, 3, h, w) float: cropped to ``image_crop``, scaled to
@@ -120,20 +139,14 @@ class NormalizedACT(nn.Module):
             ``ACT.forward``'s dict (``actions`` (B, k, A) normalised, ``mu``, ``logvar``) plus
             ``target`` (B, k, A): ``actions`` normalised, zero where padded (None without actions).
         """
-        target = None
-        if actions is not None:
-            target = self.normalize_actions(actions)  # (B, k, A)
-            if is_pad is not None:
-                target = target.masked_fill(is_pad.bool()[..., None], 0.0)
+        target = None if actions is None else self.normalize_target(actions, is_pad)  # (B, k, A)
         out = self.model(self.normalize_qpos(qpos), self.normalize_images(images), target, is_pad, latent)
         out["target"] = target
         return out
 
     def encode_latent(self, qpos: torch.Tensor, actions: torch.Tensor, is_pad: torch.Tensor | None = None):
         """The CVAE posterior's (mu, logvar), each (B, L), for raw qpos (B, D) and actions (B, k, A)."""
-        target = self.normalize_actions(actions)
-        if is_pad is not None:
-            target = target.masked_fill(is_pad.bool()[..., None], 0.0)
+        target = self.normalize_target(actions, is_pad)  # (B, k, A)
         return self.model.encode_latent(self.normalize_qpos(qpos), target, is_pad)
 
     def forward(self, qpos: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
@@ -142,9 +155,7 @@ class NormalizedACT(nn.Module):
         return self.unnormalize_actions(actions.float())
 
     def metadata(self) -> dict:
-        """Plain values describing this network: what an exported artifact carries beside the graph."""
-        return {"config": asdict(self.config), "camera_names": list(self.camera_names),
-                "image_size": list(self.image_size),
-                "image_crop": list(self.image_crop) if self.image_crop is not None else None,
-                "chunk_size": self.config.chunk_size, "state_dim": self.config.state_dim,
-                "action_dim": self.config.action_dim, "task": self.task, "render_quality": self.render_quality}
+        """Plain values describing this network: its spec, with its config and crop beside it (what an
+        exported artifact carries beside the graph)."""
+        return {**self.spec.to_dict(), "config": asdict(self.config),
+                "image_crop": list(self.image_crop) if self.image_crop is not None else None}

@@ -1,11 +1,11 @@
 """Exporting the deployable network (``NormalizedACT``) as one self-contained file.
 
 The artifact holds the traced graph (network, statistics, image scaling and crop) and, as JSON,
-the metadata a runtime needs: camera names, image size, chunk size, state/action sizes, task,
-render quality and the network config. TorchScript stores it as an extra file of the archive,
-ONNX as model metadata. Both take qpos (N, D) float32 and images (N, C, 3, H, W) uint8 with any
-N and return actions (N, k, A) float32 in joint units; they run with ``torch.jit`` or
-``onnxruntime`` alone (``act.runtime.predictors``).
+what a runtime needs: the network's ``PolicySpec`` (camera names, image size, chunk size, state/action
+sizes, statistics, task, render quality), with the network config and crop beside it. TorchScript stores
+it as an extra file of the archive, ONNX as model metadata. Both take qpos (N, D) float32 and images
+(N, C, 3, H, W) uint8 with any N and return actions (N, k, A) float32 in joint units; they run with
+``torch.jit`` or ``onnxruntime`` alone (``act.runtime.predictors``).
 
 Tracing happens on the CPU, and the graph holds no device: the network makes every tensor of its
 forward pass from its inputs and buffers (``new_zeros``, never ``torch.zeros(..., device=x.device)``,

@@ -22,58 +22,21 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
+from act.model.spec import PolicySpec
 from act.runtime.device import resolve_device
-from act.runtime.plan import ActionPlan
-from act.runtime.predictors import EagerPredictor, artifact_format, load_predictor
+from act.runtime.predictors import EagerPredictor, load_predictor
 from act.runtime.execution import ExecutionConfig
 from act.runtime.scheduler import ChunkScheduler
-from act.common.errors import InputError, MissingFileError
-
-
-class TemporalEnsembler:
-    """Online temporal ensembling (a query at the current step, or none): ``ActionPlan``'s
-    ``ensemble`` blend with the synchronous clock, kept for code that drives it step by step.
-
-    Args:
-        coeff: m >= 0; 0 averages uniformly, larger m trusts the oldest prediction more.
-        chunk_size: k, the length of every chunk passed to ``update``.
-    """
-
-    def __init__(self, coeff: float, chunk_size: int):
-        self.chunk_size = int(chunk_size)
-        self.plan = ActionPlan("ensemble", self.chunk_size, coeff)
-        self.coeff = self.plan.coeff
-        self.reset()
-
-    def reset(self) -> None:
-        self.plan.reset()
-        self.step = 0
-
-    def update(self, chunk: np.ndarray) -> np.ndarray:
-        """Add the chunk predicted at the current step (k, A); return the action for this step (A,)."""
-        chunk = np.asarray(chunk, dtype=np.float64)
-        if chunk.ndim != 2 or len(chunk) != self.chunk_size:
-            raise InputError(f"expected a chunk of shape ({self.chunk_size}, A), got {chunk.shape}")
-        self.plan.add(chunk, self.step, self.step)
-        return self.advance()
-
-    def advance(self) -> np.ndarray:
-        """The action for a step with no new query: the running mean of the predictions already
-        held for it (queries every n steps, n <= k, always leave some)."""
-        if not self.plan.pending(self.step):
-            raise InputError("no prediction covers this step: update() at least once every chunk_size steps")
-        action, _ = self.plan.pop(self.step)
-        self.step += 1
-        return action
+from act.common.errors import InputError
 
 
 def _as_predictor(network, device, precision):
     """A predictor for a ``NormalizedACT``, a module holding one as ``.net`` (``ACTLitModule``), or a
-    predictor already (anything with ``meta`` and a call)."""
-    if hasattr(network, "meta") and callable(network):
+    predictor already (not a module: anything with a ``spec`` and a call)."""
+    if not isinstance(network, torch.nn.Module) and hasattr(network, "spec") and callable(network):
         return network
     net = getattr(network, "policy_net", None) or getattr(network, "net", network)  # the weight average, if kept
-    if not hasattr(net, "metadata"):
+    if not isinstance(getattr(net, "spec", None), PolicySpec):
         raise TypeError(f"ACTPolicy needs a NormalizedACT, an ACTLitModule or a predictor, got {type(network).__name__}")
     return EagerPredictor(net, device, precision)
 
@@ -101,6 +64,8 @@ class ACTPolicy:
 
     The execution arguments are the fields of ``act.runtime.execution.ExecutionConfig`` (kept as
     ``settings``), which checks them: a config's policy is ``ACTPolicy(network, **asdict(settings))``.
+    What it expects is its predictor's ``spec`` (``act.model.spec.PolicySpec``); ``chunk_size``,
+    ``camera_names``, ``image_size``, ``state_dim``, ``task`` and ``render_quality`` read it.
     """
 
     def __init__(self, network, n_action_steps: int | None = None, temporal_ensemble_coeff: float | None = None,
@@ -113,11 +78,7 @@ class ACTPolicy:
                                         latency_ticks=latency_ticks)  # checked before the network is touched
         self.predictor = _as_predictor(network, device, precision)
         self.device = getattr(self.predictor, "device", None) or resolve_device(device)
-        meta = self.predictor.meta
-        self.chunk_size = int(meta["chunk_size"])
-        self.camera_names = list(meta["camera_names"])
-        self.image_size = tuple(int(v) for v in meta["image_size"])
-        self.state_dim = int(meta["state_dim"])
+        self.spec: PolicySpec = self.predictor.spec  # what it expects: cameras, image size, sizes, task
         self.precision = self.predictor.precision
         self.precision_choice = getattr(self.predictor, "precision_choice", None)
         self.schedule = self.settings.schedule(self.chunk_size)  # n_action_steps and queue_threshold checked against k
@@ -129,30 +90,37 @@ class ACTPolicy:
         self.reset()
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, device: str | torch.device = "cpu", **kwargs) -> "ACTPolicy":
-        """Rebuild the policy from a training checkpoint alone, without Lightning."""
-        path = Path(path)
-        if not path.is_file():
-            raise MissingFileError(f"checkpoint {path} does not exist")
+    def load(cls, path: str | Path, device: str | torch.device = "cpu", **kwargs) -> "ACTPolicy":
+        """The policy of a training checkpoint (``.ckpt``, read without Lightning) or an exported artifact
+        (``.pt``, ``.onnx``), on ``device`` (``policy_device``); ``kwargs``: the execution arguments.
+        An unknown file type is refused before anything is read, a missing file by name."""
         precision = kwargs.pop("precision", "auto")
         return cls(load_predictor(path, device, precision), device=device, precision=precision, **kwargs)
 
-    @classmethod
-    def load(cls, path: str | Path, device: str | torch.device = "cpu", **kwargs) -> "ACTPolicy":
-        """The policy of a checkpoint (``.ckpt``) or an exported artifact (``.pt``, ``.onnx``)."""
-        artifact_format(path)  # an unknown suffix is refused first
-        if not Path(path).is_file():
-            raise MissingFileError(f"policy file {path} does not exist")
-        precision = kwargs.pop("precision", "auto")
-        return cls(load_predictor(path, device, precision), device=device, precision=precision, **kwargs)
+    # -- what the policy expects, read from its spec ----------------------------------------------
+    @property
+    def chunk_size(self) -> int:
+        return self.spec.chunk_size
+
+    @property
+    def camera_names(self) -> list[str]:
+        return list(self.spec.camera_names)
+
+    @property
+    def image_size(self) -> tuple[int, int]:
+        return self.spec.image_size
+
+    @property
+    def state_dim(self) -> int:
+        return self.spec.state_dim
 
     @property
     def task(self) -> str | None:
-        return self.predictor.meta.get("task")
+        return self.spec.task
 
     @property
     def render_quality(self) -> str | None:
-        return self.predictor.meta.get("render_quality")
+        return self.spec.render_quality
 
     @property
     def execution(self) -> str:

@@ -1,11 +1,12 @@
 """The network behind one call, whatever runs it: eager PyTorch, TorchScript or ONNX Runtime.
 
 A predictor maps raw qpos (N, D) float32 and camera images (N, C, 3, H, W) uint8 to raw actions
-(N, k, A) float32, and says in ``meta`` what it expects (cameras, image size, chunk size, task).
-``load_predictor(path)`` picks the runtime from the file: a training checkpoint (``.ckpt``, read
-without Lightning), a TorchScript artifact (``.pt``) or an ONNX model (``.onnx``), both written by
-``scripts/export.py``. Nothing here imports Lightning or Hydra. A file whose weights hold NaN or
-inf (a run that diverged) is refused: "<path> has non-finite weights".
+(N, k, A) float32, and says in ``spec`` what it expects (``act.model.spec.PolicySpec``: cameras, image
+size, chunk size, task, ...), and in ``format`` what runs it. ``load_predictor(path)`` picks the
+runtime from the file: a training checkpoint (``.ckpt``, read without Lightning), a TorchScript
+artifact (``.pt``) or an ONNX model (``.onnx``), both written by ``scripts/export.py``. Nothing here
+imports Lightning or Hydra. A file whose weights hold NaN or inf (a run that diverged) is refused:
+"<path> has non-finite weights".
 
 Each runs on a device: ``cpu``, ``cuda[:i]`` or ``auto`` (CUDA where this machine has it; for an
 ONNX model, where onnxruntime also has its CUDA provider: ``policy_device``). TorchScript exports
@@ -20,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from act.model.spec import PolicySpec
 from act.runtime.device import resolve_device
 from act.runtime.precision import autocast, resolve_precision
 from act.common.errors import InputError, MissingFileError
@@ -44,7 +46,7 @@ class EagerPredictor:
         self.net = net.to(self.device).eval()
         self.precision_choice = resolve_precision(precision, self.device)
         self.precision = self.precision_choice.precision
-        self.meta = {**net.metadata(), "format": self.format}
+        self.spec = net.spec
 
     @torch.no_grad()
     def __call__(self, qpos: np.ndarray, images: np.ndarray) -> np.ndarray:
@@ -70,8 +72,7 @@ class TorchScriptPredictor:
         except (RuntimeError, ValueError) as err:
             raise ArtifactError(f"{path} is not a readable TorchScript policy ({str(err).splitlines()[0]}); "
                                 f"write one with scripts/export.py format=torchscript") from None
-        self.meta = _parse_meta(extra[META_FILE], path)
-        self.meta["format"] = self.format
+        self.spec = spec_from_metadata(extra[META_FILE], path)
         from act.model.checkpoint import check_finite_weights
 
         check_finite_weights(path, self.module.state_dict().items(), ArtifactError)
@@ -136,8 +137,7 @@ class OnnxPredictor:
             raise ArtifactError(f"device={self.device}: onnxruntime could not start its {CUDA_PROVIDER} (its CUDA "
                                 f"and cuDNN libraries); run the .onnx policy with device=cpu")
         metadata = self.session.get_modelmeta().custom_metadata_map
-        self.meta = _parse_meta(metadata.get(META_FILE, ""), path)
-        self.meta["format"] = self.format
+        self.spec = spec_from_metadata(metadata.get(META_FILE, ""), path)
         from act.model.checkpoint import check_finite_weights
 
         check_finite_weights(path, onnx_weights(path), ArtifactError)
@@ -167,7 +167,10 @@ def onnx_weights(path: str | Path):
                     yield node.output[0], numpy_helper.to_array(attribute.t)
 
 
-def _parse_meta(text, path) -> dict:
+def spec_from_metadata(text: str | bytes, path: str | Path) -> PolicySpec:
+    """The ``PolicySpec`` in an export's JSON metadata (``act.runtime.export``): its fields at the top,
+    beside the network config, crop and format, which a runtime does not need. Exports written
+    before a field existed get its default; cameras, image size and the sizes must be there."""
     if isinstance(text, bytes):
         text = text.decode()
     try:
@@ -178,7 +181,11 @@ def _parse_meta(text, path) -> dict:
     if not isinstance(meta, dict) or not needed <= set(meta):
         raise ArtifactError(f"{path} carries no ACT metadata (cameras, image size, chunk size); "
                             f"export it with scripts/export.py")
-    return meta
+    try:
+        return PolicySpec.from_dict({k: v for k, v in meta.items() if k in PolicySpec.keys()})
+    except (TypeError, ValueError) as err:
+        raise ArtifactError(f"{path} carries unreadable ACT metadata ({err}); export it again with "
+                            f"scripts/export.py") from None
 
 
 def artifact_format(path: str | Path) -> str:

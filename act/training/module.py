@@ -16,9 +16,10 @@ import numpy as np
 import torch
 
 from act.model import ACTConfig
-from act.model.checkpoint import deployment_values, read_checkpoint
+from act.model.checkpoint import read_checkpoint
 from act.model.loss import act_loss
 from act.model.normalized import NormalizedACT
+from act.model.spec import PolicySpec
 from act.training.augment import augment
 from act.training.ema import EMA
 from act.common.checks import check_choice
@@ -99,10 +100,11 @@ class ACTLitModule(L.LightningModule):
             repeated; ``act.training.augment``). Training only. 0: off.
         augment_color: random brightness and contrast in [1 - s, 1 + s] per training sample. 0: off.
         deployment: what the training data says the policy will see, set by ``scripts/train.py``
-            from the dataset (``act.model.checkpoint.DEPLOYMENT_DEFAULTS`` for what is left out):
-            ``camera_names`` (in the order the policy sees them), ``image_size`` (H, W), ``stats``
-            (``qpos_mean``/``qpos_std``/``action_mean``/``action_std``), ``task`` (for evaluation
-            defaults) and ``render_quality`` of the images (evaluation renders the same way).
+            from the dataset: a ``PolicySpec.to_dict()`` (``act.model.spec``, whose defaults fill what
+            is left out): ``camera_names`` (in the order the policy sees them), ``image_size`` (H, W),
+            ``stats`` (``qpos_mean``/``qpos_std``/``action_mean``/``action_std``), ``task`` (for
+            evaluation defaults) and ``render_quality`` of the images (evaluation renders the same way).
+            Kept completed with the network's sizes, so the checkpoint holds the whole spec.
         train_config: the resolved training config, stored in the checkpoint for provenance.
 
     Batches are dicts: ``qpos`` (B, D), ``images`` (B, C, 3, H, W) uint8, ``action`` (B, k, A)
@@ -118,16 +120,16 @@ class ACTLitModule(L.LightningModule):
                  deployment: dict | None = None, train_config: dict | None = None):
         super().__init__()
         self.save_hyperparameters(ignore=["optimizer"])
-        meta = deployment_values(deployment)
         if channels_last not in (True, False, "auto"):
             raise InputError(f"channels_last must be true, false or auto, got {channels_last!r}")
-        config = ACTConfig(**{**dict(model), "num_cameras": len(meta["camera_names"])})
+        spec = PolicySpec.from_dict(deployment)
+        config = ACTConfig(**{**dict(model), "num_cameras": len(spec.camera_names)})
         if kl_weight < 0:
             raise InputError(f"kl_weight must be >= 0, got {kl_weight}")
         self.config = config
         # The network with its statistics and image scaling: the one place normalisation happens.
-        self.net = NormalizedACT(config, meta["stats"], meta["camera_names"], meta["image_size"], image_crop,
-                                 meta["task"], meta["render_quality"], channels_last=channels_last is not False)
+        self.net = NormalizedACT(config, spec, image_crop, channels_last=channels_last is not False)
+        self.hparams["deployment"] = self.net.spec.to_dict()  # the whole spec, as plain values, into checkpoints
         self.kl_weight = float(kl_weight)
         self.optimizer_factory = optimizer
         self.lr_backbone = lr_backbone
@@ -210,7 +212,7 @@ class ACTLitModule(L.LightningModule):
         # The KL term comes from the posterior's mean and variance, which need no sampling.
         net = self.policy_net
         out = net.outputs(batch["qpos"], batch["images"])
-        target = net.normalize_actions(batch["action"]).masked_fill(batch["is_pad"].bool()[..., None], 0.0)
+        target = net.normalize_target(batch["action"], batch["is_pad"])  # (B, k, A)
         mu, logvar = net.encode_latent(batch["qpos"], batch["action"], batch["is_pad"])
         losses = act_loss(out["actions"], target, batch["is_pad"], mu, logvar, self.kl_weight)
         self.log("val/l1", losses["l1"], prog_bar=True, batch_size=size, sync_dist=True)

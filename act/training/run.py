@@ -17,6 +17,7 @@ from act.training.callbacks import ResumableCSVLogger
 from act.data.datamodule import ACTDataModule
 from act.data.schema import EpisodeInfo
 from act.model.checkpoint import CheckpointError, read_checkpoint
+from act.model.spec import PolicySpec
 from act.runtime.device import trainer_device
 from act.runtime.precision import resolve_precision
 from act.common.errors import InputError
@@ -117,8 +118,6 @@ def checkpoint_folders(trainer: L.Trainer) -> list[Path]:
     return sorted(folders)
 
 
-# Settings a checkpoint's weights depend on, or its data: resuming with another value cannot work.
-RESUME_SETTINGS = {"task": "task", "camera_names": "task.cameras", "image_size": "task.image_size"}  # deployment
 INIT_ONLY = ("backbone_weights",)  # used only to initialise a new network
 
 
@@ -128,11 +127,9 @@ def check_resume(path: Path, checkpoint: dict, module: L.LightningModule, restar
         return [plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
     saved, now = checkpoint["hyper_parameters"], module.hparams
-    deployment = saved["deployment"] or {}
     pairs = [(f"policy.model.{key}", saved["model"][key], value)
              for key, value in dict(now["model"]).items() if key in saved.get("model", {}) and key not in INIT_ONLY]
-    pairs += [(name, deployment.get(key), now["deployment"].get(key))
-              for key, name in RESUME_SETTINGS.items() if key in deployment]
+    pairs += PolicySpec.from_dict(saved["deployment"]).resume_pairs(PolicySpec.from_dict(now["deployment"]))
     if "image_crop" in saved:
         pairs.append(("policy.image_crop", saved["image_crop"], now.get("image_crop")))
     differ = [(name, old, new) for name, old, new in pairs if plain(old) != plain(new)]

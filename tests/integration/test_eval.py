@@ -33,8 +33,8 @@ def test_expert_through_the_harness_reaches_its_success_rate():
 
 
 def _spec(ckpt, seeds, **kwargs):
-    policy = ACTPolicy.from_checkpoint(ckpt)
-    return EvalSpec(make_policy=functools.partial(ACTPolicy.from_checkpoint, str(ckpt), temporal_ensemble_coeff=0.01),
+    policy = ACTPolicy.load(ckpt)
+    return EvalSpec(make_policy=functools.partial(ACTPolicy.load, str(ckpt), temporal_ensemble_coeff=0.01),
                     task="transfer_cube", cameras=tuple(policy.camera_names), image_size=policy.image_size,
                     render_quality="fast", episode_len=60, seeds=seeds, **kwargs)
 
@@ -207,7 +207,7 @@ WORKER_CALLS: list[tuple[int, bool]] = []  # (batch, all mid-grey) of each netwo
 
 
 def _recording_policy(ckpt: str) -> ACTPolicy:
-    policy = ACTPolicy.from_checkpoint(ckpt, n_action_steps=5)
+    policy = ACTPolicy.load(ckpt, n_action_steps=5)
     network = policy.predictor
 
     def record(qpos, images):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -58,6 +59,20 @@ def test_checkpoints_of_the_layout_before_are_refused_by_name(tiny_checkpoint, t
         load_network(old_weights)
 
 
+def test_checkpoints_without_the_newer_spec_fields_still_load(tiny_checkpoint, tmp_path):
+    # Before the policy spec, a checkpoint's deployment held no sizes (and before that, no render quality).
+    checkpoint = torch.load(tiny_checkpoint, weights_only=True)
+    spec = checkpoint["hyper_parameters"]["deployment"]
+    assert spec["chunk_size"] == 10 and spec["render_quality"] == "fast"  # the whole spec is stored now
+    older = {k: v for k, v in spec.items() if k not in ("chunk_size", "state_dim", "action_dim", "render_quality")}
+    checkpoint["hyper_parameters"]["deployment"] = older
+    path = tmp_path / "older.ckpt"
+    torch.save(checkpoint, path)
+    policy = ACTPolicy.load(path, precision="32-true")
+    assert policy.spec == replace(load_network(tiny_checkpoint).spec, render_quality=None)
+    assert policy.chunk_size == 10 and policy.state_dim == 14 and policy.render_quality is None
+
+
 def test_unreadable_checkpoints_are_refused(tiny_checkpoint, tmp_path):
     checkpoint = torch.load(tiny_checkpoint, weights_only=True)
     checkpoint["state_dict"] = {k: v for k, v in checkpoint["state_dict"].items() if "action_head" not in k}
@@ -80,9 +95,9 @@ def test_export_matches_eager_and_carries_its_metadata(tiny_checkpoint, tmp_path
         out = runtime(qpos, images)
         assert out.shape == (batch, 10, 14) and out.dtype == np.float32
         assert np.abs(out - eager(qpos, images)).max() <= 1e-4
-    meta = runtime.meta
-    assert meta["camera_names"] == ["top"] and meta["image_size"] == [IMAGE, IMAGE] and meta["chunk_size"] == 10
-    assert meta["task"] == "transfer_cube" and meta["format"] == fmt
+    assert runtime.spec == load_network(tiny_checkpoint).spec  # cameras, image size, statistics, task, sizes
+    assert runtime.spec.camera_names == ("top",) and runtime.spec.image_size == (IMAGE, IMAGE)
+    assert runtime.spec.chunk_size == 10 and runtime.spec.task == "transfer_cube" and runtime.format == fmt
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"policy{suffix}"]  # no temporary left behind
 
 

@@ -7,24 +7,57 @@ import math
 import numpy as np
 import pytest
 
-from act.runtime.policy import ACTPolicy, TemporalEnsembler
+from act.model.spec import PolicySpec
+from act.runtime.policy import ACTPolicy
 
 
-def _ensemble_at(chunks: list[np.ndarray], coeff: float, steps: int) -> list[np.ndarray]:
-    ensembler = TemporalEnsembler(coeff, len(chunks[0]))
-    return [ensembler.update(chunks[t]) for t in range(steps)]
+class ChunkTable:
+    """A predictor whose chunk for an observation is ``chunks[t]``, t the tick its qpos carries."""
+
+    format, precision = "table", "32-true"
+
+    def __init__(self, chunks):
+        self.chunks = np.asarray(chunks, dtype=np.float64)  # (steps, k, A)
+        _, k, dim = self.chunks.shape
+        self.spec = PolicySpec(camera_names=("top",), image_size=(2, 2), chunk_size=k, state_dim=dim, action_dim=dim)
+
+    def __call__(self, qpos, images):
+        return self.chunks[qpos[:, 0].astype(int)]  # (N, k, A)
+
+
+def _ensembled(chunks, coeff: float, steps: int, every: int = 1) -> list[np.ndarray]:
+    """The actions ``ACTPolicy`` plays over ``steps`` ticks with temporal ensembling (m = ``coeff``, a
+    query every ``every`` ticks) when the query on tick t predicts ``chunks[t]``: the runtime's own
+    path (``ExecutionConfig`` -> ``ChunkScheduler`` -> ``ActionPlan``)."""
+    table = ChunkTable(chunks)
+    policy = ACTPolicy(table, temporal_ensemble_coeff=coeff, n_action_steps=every)
+    image = {"top": np.zeros((2, 2, 3), np.uint8)}
+    actions = []
+    for t in range(steps):
+        actions.append(policy.select_action({"qpos": np.full(table.spec.state_dim, float(t)), "images": image}))
+        assert policy.last_fresh == [True]  # every tick plays the plan, never a held command
+    assert policy.queries == len(range(0, steps, every))
+    return actions
+
+
+def _weighted_average(chunks, coeff: float, t: int, queries) -> np.ndarray:
+    """The paper's temporal ensemble for tick t, written out: the predictions for t of the ``queries``
+    (ticks, oldest first) weighted exp(-m * i), i = 0 the oldest."""
+    preds = np.array([chunks[q][t - q] for q in queries])  # (n, A)
+    weights = np.exp(-coeff * np.arange(len(preds)))  # (n,)
+    return (weights[:, None] * preds).sum(0) / weights.sum()
 
 
 def test_worked_example_two_predictions():
     # Queries at t=0 and t=1 both predict step 1: 2 (older), then 4 (newer); m = ln 2 -> weights (1, 1/2).
-    out = _ensemble_at([np.array([[0.0], [2.0]]), np.array([[4.0], [9.0]])], math.log(2), 2)
+    out = _ensembled([np.array([[0.0], [2.0]]), np.array([[4.0], [9.0]])], math.log(2), 2)
     assert out[1][0] == pytest.approx(8 / 3)
 
 
 def test_worked_example_three_predictions():
     # Step 2 is predicted by queries at t=0, 1, 2 as 1, 3, 5 (oldest first) -> 15/7, not 27/7.
     chunks = [np.array([[0.0], [0.0], [1.0]]), np.array([[0.0], [3.0], [0.0]]), np.array([[5.0], [0.0], [0.0]])]
-    out = _ensemble_at(chunks, math.log(2), 3)
+    out = _ensembled(chunks, math.log(2), 3)
     assert out[2][0] == pytest.approx(15 / 7)
     assert out[2][0] != pytest.approx(27 / 7)
 
@@ -34,12 +67,10 @@ def test_online_equals_brute_force_weighted_average(coeff):
     rng = np.random.default_rng(1)
     k, steps, dim = 6, 25, 3
     chunks = rng.normal(size=(steps, k, dim))
-    online = _ensemble_at(list(chunks), coeff, steps)
+    online = _ensembled(chunks, coeff, steps)
     for t in range(steps):  # the first steps have fewer predictions; later ones k, up to the chunk's end
-        queries = range(max(0, t - k + 1), t + 1)  # oldest first
-        preds = np.array([chunks[q][t - q] for q in queries])
-        weights = np.exp(-coeff * np.arange(len(preds)))
-        np.testing.assert_allclose(online[t], (weights[:, None] * preds).sum(0) / weights.sum(), rtol=1e-10)
+        expected = _weighted_average(chunks, coeff, t, range(max(0, t - k + 1), t + 1))
+        np.testing.assert_allclose(online[t], expected, rtol=1e-10)
 
 
 @pytest.mark.parametrize("every", [2, 3, 6])
@@ -49,30 +80,34 @@ def test_strided_ensembling_averages_the_queries_made(every):
     rng = np.random.default_rng(2)
     k, steps, dim, coeff = 6, 20, 2, 0.3
     chunks = rng.normal(size=(steps, k, dim))
-    ensembler = TemporalEnsembler(coeff, k)
-    online = [ensembler.update(chunks[t]) if t % every == 0 else ensembler.advance() for t in range(steps)]
+    online = _ensembled(chunks, coeff, steps, every)
     for t in range(steps):
         queries = [q for q in range(max(0, t - k + 1), t + 1) if q % every == 0]
-        preds = np.array([chunks[q][t - q] for q in queries])
-        weights = np.exp(-coeff * np.arange(len(preds)))
-        np.testing.assert_allclose(online[t], (weights[:, None] * preds).sum(0) / weights.sum(), rtol=1e-10)
+        np.testing.assert_allclose(online[t], _weighted_average(chunks, coeff, t, queries), rtol=1e-10)
 
 
-def test_ensembler_advance_needs_a_prediction():
-    ensembler = TemporalEnsembler(0.01, 2)
-    with pytest.raises(ValueError, match="update"):
-        ensembler.advance()
-    ensembler.update(np.zeros((2, 1)))
-    ensembler.advance()
-    with pytest.raises(ValueError, match="update"):
-        ensembler.advance()
+def test_ensembling_never_plays_a_tick_no_prediction_covers():
+    # Before a chunk, or past the last one, the plan holds nothing for the tick: the policy plays no
+    # made-up action but holds the arm where it is (last_fresh False), and queries again.
+    chunks = np.array([[[1.0], [2.0]]] * 4)  # (steps, k=2, A=1)
+    policy = ACTPolicy(ChunkTable(chunks), temporal_ensemble_coeff=0.01, n_action_steps=2)
+    scheduler = policy.new_scheduler()
+    assert scheduler.wants_query() and scheduler.next_action() == (None, False)
+    scheduler.issue()
+    scheduler.deliver(chunks[0])
+    assert [scheduler.next_action()[0][0] for _ in range(2)] == [1.0, 2.0]
+    assert scheduler.wants_query() and scheduler.next_action() == (None, False)
 
 
-def test_ensembler_rejects_bad_input():
+def test_ensembling_rejects_bad_input():
+    chunks = np.zeros((4, 4, 2))  # (steps, k, A)
     with pytest.raises(ValueError, match="temporal_ensemble_coeff"):
-        TemporalEnsembler(-0.1, 4)
+        ACTPolicy(ChunkTable(chunks), temporal_ensemble_coeff=-0.1)
+    short = ChunkTable(chunks)
+    short.chunks = short.chunks[:, :3]  # the network returns chunks of 3 where the spec says 4
+    observation = {"qpos": np.zeros(2), "images": {"top": np.zeros((2, 2, 3), np.uint8)}}
     with pytest.raises(ValueError, match="shape"):
-        TemporalEnsembler(0.01, 4).update(np.zeros((3, 2)))
+        ACTPolicy(short, temporal_ensemble_coeff=0.01).select_action(observation)
 
 
 def _observation(policy: ACTPolicy, qpos=None):
@@ -82,7 +117,7 @@ def _observation(policy: ACTPolicy, qpos=None):
 
 
 def test_chunked_mode_plays_in_order_and_requeries_on_schedule(tiny_checkpoint):
-    policy = ACTPolicy.from_checkpoint(tiny_checkpoint, n_action_steps=3)
+    policy = ACTPolicy.load(tiny_checkpoint, n_action_steps=3)
     calls = []
 
     def fake_chunk(observation):
@@ -97,7 +132,7 @@ def test_chunked_mode_plays_in_order_and_requeries_on_schedule(tiny_checkpoint):
 
 
 def test_ensembling_with_n_action_steps_queries_every_n_steps(tiny_checkpoint):
-    policy = ACTPolicy.from_checkpoint(tiny_checkpoint, temporal_ensemble_coeff=0.0, n_action_steps=4)
+    policy = ACTPolicy.load(tiny_checkpoint, temporal_ensemble_coeff=0.0, n_action_steps=4)
     assert "a query every 4 steps" in policy.execution
 
     def fake_chunk(observation):
@@ -112,14 +147,14 @@ def test_ensembling_with_n_action_steps_queries_every_n_steps(tiny_checkpoint):
 
 
 def test_policy_outputs_are_deterministic(tiny_checkpoint):
-    policy = ACTPolicy.from_checkpoint(tiny_checkpoint, temporal_ensemble_coeff=0.01)
+    policy = ACTPolicy.load(tiny_checkpoint, temporal_ensemble_coeff=0.01)
     obs = _observation(policy, qpos=np.linspace(-1, 1, 14))
     first = [policy.select_action(obs) for _ in range(3)]
     policy.reset()
     again = [policy.select_action(obs) for _ in range(3)]
     np.testing.assert_array_equal(np.array(first), np.array(again))
     assert first[0].shape == (14,) and policy.queries == 6
-    chunk = ACTPolicy.from_checkpoint(tiny_checkpoint).predict_chunk(obs)
+    chunk = ACTPolicy.load(tiny_checkpoint).predict_chunk(obs)
     assert chunk.shape == (10, 14) and np.all(np.isfinite(chunk))
 
 
@@ -127,7 +162,7 @@ def test_policy_outputs_are_deterministic(tiny_checkpoint):
                                      {"temporal_ensemble_coeff": 0.01, "n_action_steps": 3}])
 def test_side_by_side_episodes_equal_separate_ones(tiny_checkpoint, options):
     rng = np.random.default_rng(0)
-    policy = ACTPolicy.from_checkpoint(tiny_checkpoint, **options)
+    policy = ACTPolicy.load(tiny_checkpoint, **options)
     h, w = policy.image_size
     streams = [[{"qpos": rng.normal(size=14), "images": {"top": rng.integers(0, 255, (h, w, 3), dtype=np.uint8)}}
                 for _ in range(6)] for _ in range(3)]
@@ -161,7 +196,7 @@ def test_side_by_side_episodes_equal_separate_ones(tiny_checkpoint, options):
     (lambda o: o.__setitem__("qpos", np.full(14, np.nan)), "NaN"),
 ])
 def test_observation_mismatches_raise(tiny_checkpoint, change, message):
-    policy = ACTPolicy.from_checkpoint(tiny_checkpoint)
+    policy = ACTPolicy.load(tiny_checkpoint)
     obs = _observation(policy)
     change(obs)
     with pytest.raises(ValueError, match=message):
@@ -170,17 +205,17 @@ def test_observation_mismatches_raise(tiny_checkpoint, change, message):
 
 def test_bad_execution_settings(tiny_checkpoint, tmp_path):
     with pytest.raises(ValueError, match="n_action_steps"):
-        ACTPolicy.from_checkpoint(tiny_checkpoint, n_action_steps=11)
+        ACTPolicy.load(tiny_checkpoint, n_action_steps=11)
     with pytest.raises(ValueError, match="precision"):
-        ACTPolicy.from_checkpoint(tiny_checkpoint, precision="fp8")
+        ACTPolicy.load(tiny_checkpoint, precision="fp8")
     with pytest.raises(FileNotFoundError, match="missing.ckpt"):
-        ACTPolicy.from_checkpoint(tmp_path / "missing.ckpt")
+        ACTPolicy.load(tmp_path / "missing.ckpt")
 
 
 def test_warm_up_runs_the_network_and_leaves_the_episode_alone(tiny_checkpoint):
-    obs = _observation(ACTPolicy.from_checkpoint(tiny_checkpoint), qpos=np.linspace(-1, 1, 14))
-    fresh = ACTPolicy.from_checkpoint(tiny_checkpoint, temporal_ensemble_coeff=0.01)
-    warmed = ACTPolicy.from_checkpoint(tiny_checkpoint, temporal_ensemble_coeff=0.01)
+    obs = _observation(ACTPolicy.load(tiny_checkpoint), qpos=np.linspace(-1, 1, 14))
+    fresh = ACTPolicy.load(tiny_checkpoint, temporal_ensemble_coeff=0.01)
+    warmed = ACTPolicy.load(tiny_checkpoint, temporal_ensemble_coeff=0.01)
     calls = []
     network = warmed.predictor
     warmed.predictor = lambda qpos, images: calls.append(len(qpos)) or network(qpos, images)

@@ -25,6 +25,7 @@ from act.data.episodes import DatasetError
 from act.data.inspect import validate
 from act.data.record import RecordSettings, record
 from act.apps.evaluate import build_spec
+from act.runtime.policy import ACTPolicy
 from act.training.module import read_checkpoint
 from act.apps.train import train
 from act.training.run import ConfigError
@@ -70,17 +71,20 @@ def test_eval_refuses_another_task_unless_asked(tiny_checkpoint, monkeypatch):
     ("video_camera=roof", "video_camera='roof' is unknown; valid: top, angle"),
     ("video_size=[240,0]", r"video_size must be two positive integers \[height, width\], got \[240, 0\]"),
     ("env.backend=mujoco", "env.backend='mujoco' is unknown; valid: native, gym_aloha"),
-    ("env.backend=gym_aloha", "gym-aloha renders 480x640 images; this policy needs \\(32, 32\\)"),
 ])
 def test_eval_settings_are_checked_before_the_policy_is_built(tiny_checkpoint, monkeypatch, override, message):
-    import act.apps.evaluate as run
-
     def never(*args, **kwargs):
         raise AssertionError("the policy was built before the settings were checked")
 
-    monkeypatch.setattr(run.ACTPolicy, "from_checkpoint", never)
+    monkeypatch.setattr(ACTPolicy, "load", never)  # the one way evaluation builds a policy
     with pytest.raises(ValueError, match=message):
         build_spec(eval_cfg(f"ckpt_path={tiny_checkpoint}", override))
+
+
+def test_eval_checks_the_backend_against_the_policy_it_loaded(tiny_checkpoint):
+    # gym-aloha's fixed image size can only be compared with the policy's once it is loaded.
+    with pytest.raises(ValueError, match="gym-aloha renders 480x640 images; this policy needs \\(32, 32\\)"):
+        build_spec(eval_cfg(f"ckpt_path={tiny_checkpoint}", "env.backend=gym_aloha"))
 
 
 def test_resume_with_another_chunk_size_names_the_setting(tiny_checkpoint, demos, tmp_path):

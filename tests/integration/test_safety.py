@@ -20,6 +20,7 @@ import torch
 from act.data.episodes import EpisodeIndex
 from act.data.inspect import summary, validate
 from act.model.checkpoint import CheckpointError, load_network
+from act.model.spec import PolicySpec
 from act.runtime.deployment import check_record_dir
 from act.runtime.policy import ACTPolicy
 from act.runtime.export import export
@@ -41,19 +42,19 @@ class ScriptedNetwork:
     ``program[i]`` (the last one repeats), a function of the observed qpos giving the chunk (k, 14),
     or raises it when it is an exception."""
 
-    precision = "32-true"
+    format, precision = "scripted", "32-true"
 
     def __init__(self, program, chunk_size: int = 5):
         self.program, self.calls = list(program), 0
-        self.meta = {"chunk_size": chunk_size, "camera_names": ["top"], "image_size": list(SIZE), "state_dim": 14,
-                     "action_dim": 14, "format": "scripted"}
+        self.spec = PolicySpec(camera_names=("top",), image_size=SIZE, chunk_size=chunk_size, state_dim=14,
+                               action_dim=14)
 
     def __call__(self, qpos, images):
         step = self.program[min(self.calls, len(self.program) - 1)]
         self.calls += 1
         if isinstance(step, Exception):
             raise step
-        k = self.meta["chunk_size"]
+        k = self.spec.chunk_size
         return np.asarray(step(qpos[0].astype(np.float64), k), dtype=np.float32)[None]  # (1, k, 14)
 
 

@@ -15,6 +15,7 @@ from torch import nn
 
 from act.model.loss import act_loss
 from act.model.normalized import NormalizedACT
+from act.model.spec import PolicySpec
 from act.runtime.export import example_inputs, export
 from helpers import IMAGE_HW, tiny_config
 
@@ -23,7 +24,7 @@ def tiny_network() -> NormalizedACT:
     torch.manual_seed(0)
     # dropout 0: the CPU's cheap dropout mask is drawn on the CPU by design (act/model/dropout.py)
     config = tiny_config(state_dim=14, action_dim=14, dropout=0.0)
-    return NormalizedACT(config, image_size=IMAGE_HW)
+    return NormalizedACT(config, PolicySpec(image_size=IMAGE_HW))
 
 
 class TrainingLoss(nn.Module):

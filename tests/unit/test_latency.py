@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from act.eval.harness import latency_ticks
+from act.model.spec import PolicySpec
 from act.runtime.policy import ACTPolicy
 
 
@@ -17,11 +18,10 @@ class RampPredictor:
     format, precision = "ramp", "32-true"
 
     def __init__(self, k: int = 10):
-        self.meta = {"chunk_size": k, "camera_names": ["top"], "image_size": [4, 4], "state_dim": 14,
-                     "action_dim": 14}
+        self.spec = PolicySpec(camera_names=("top",), image_size=(4, 4), chunk_size=k, state_dim=14, action_dim=14)
 
     def __call__(self, qpos, images):
-        k = self.meta["chunk_size"]
+        k = self.spec.chunk_size
         return (qpos[:, :1, None] + np.arange(k)[None, :, None]) * np.ones((1, 1, 14), np.float32)  # (N, k, A)
 
 

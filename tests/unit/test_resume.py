@@ -1,14 +1,19 @@
-"""Which checkpoint a run resumes from: the highest global step, whatever the file times say."""
+"""Which checkpoint a run resumes from (the highest global step, whatever the file times say), and the
+settings a resumed run must keep."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from act.model.checkpoint import CheckpointError
+from act.model.spec import PolicySpec
 from act.training.resume import checkpoint_step, resume_checkpoint
+from act.training.run import ConfigError, check_resume
 
 
 def save(path, step: int, mtime: float):
@@ -46,3 +51,16 @@ def test_an_unreadable_checkpoint_is_named(tmp_path):
     (tmp_path / "last.ckpt").write_bytes(b"not a checkpoint")
     with pytest.raises(CheckpointError, match=rf"cannot resume: {tmp_path}/last.ckpt is not a readable checkpoint"):
         resume_checkpoint([tmp_path])
+
+
+def test_resuming_with_another_camera_setup_names_the_setting():
+    # The spec's fields that a setting chooses (task, task.cameras, task.image_size) must match the checkpoint's.
+    saved = {"model": {"chunk_size": 10},
+             "deployment": PolicySpec(task="transfer_cube", camera_names=("top",)).to_dict()}
+    now = {"model": {"chunk_size": 10},
+           "deployment": PolicySpec(task="transfer_cube", camera_names=("top", "angle"), chunk_size=10).to_dict()}
+    with pytest.raises(ConfigError, match=r"cannot resume from last.ckpt: task.cameras=\['top'\] in the checkpoint, "
+                                          r"\['top', 'angle'\] here; resume with the checkpoint's settings "
+                                          r"\(task.cameras=\['top'\]\) or drop ckpt_path"):
+        check_resume(Path("last.ckpt"), {"hyper_parameters": saved}, SimpleNamespace(hparams=now))
+    check_resume(Path("last.ckpt"), {"hyper_parameters": saved}, SimpleNamespace(hparams=saved))
