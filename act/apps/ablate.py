@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from act.apps.demo import explicit_overrides
 from act.apps.evaluate import build_spec, evaluate_and_save
-from act.apps.hydra_errors import describe
+from act.apps.hydra_errors import hydra_error_line
 from act.common.errors import InputError
 from act.common.io import atomic_path, write_json
 from act.eval.harness import previous_metrics, summary_line
@@ -73,7 +73,7 @@ def compose_run(config_name: str, run: Run) -> DictConfig:
     try:
         return hydra.compose(config_name=config_name, overrides=list(run.overrides))
     except Exception as err:  # noqa: BLE001 - Hydra's own errors are described; anything else is re-raised
-        line = describe(err, ROOT / "configs", config_name, list(run.overrides))
+        line = hydra_error_line(err, ROOT / "configs", config_name, list(run.overrides))
         if line is None:
             raise
         raise InputError(f"{run.line}/{run.variant}: {line}") from None

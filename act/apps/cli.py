@@ -76,9 +76,9 @@ def hydra_main(config_name: str) -> Callable[[Callable[[Any], Any]], Callable[[]
             except Exception as err:
                 if "user" not in _entry:  # raised by the job, which Hydra reports as it always did
                     raise
-                from act.apps.hydra_errors import describe
+                from act.apps.hydra_errors import hydra_error_line
 
-                line = describe(err, config_dir, config_name, [a for a in sys.argv[1:] if not a.startswith("-")])
+                line = hydra_error_line(err, config_dir, config_name, [a for a in sys.argv[1:] if not a.startswith("-")])
                 if line is None:
                     raise
                 print(f"error: {line}", file=sys.stderr)

@@ -36,7 +36,7 @@ from act.apps.train import build_probe_module, train
 from act.common.checks import check_setting
 from act.common.io import write_json
 from act.common.video import filmstrip
-from act.data.record import RecordResult, RecordSettings, describe, rate_note, record_with_bar
+from act.data.record import RecordResult, RecordSettings, recording_summary, rate_note, record_with_bar
 from act.envs import make_env
 from act.envs.constants import EPISODE_LEN
 from act.eval.harness import previous_metrics, summary_line
@@ -334,7 +334,7 @@ def summarise(cfg: DictConfig, demo: DictConfig, recording: tuple[RecordSettings
                "steps_why": trained.plan["why"], "train_steps": trained.step, "train_metrics": trained.metrics,
                "checkpoint": str(trained.ckpt), "metrics": str(root / "eval" / "metrics.json"),
                "videos": metrics.get("videos", []), "plot": str(plot) if plot else None,
-               "filmstrip": str(strip) if strip else None, "recording": describe(*recording)}
+               "filmstrip": str(strip) if strip else None, "recording": recording_summary(*recording)}
     write_json(root / "summary.json", summary)
     print_summary(summary, metrics, csv_logs[-1] if csv_logs else None, root / "summary.json")
     return summary

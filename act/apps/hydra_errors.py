@@ -2,7 +2,7 @@
 
 Hydra reports a mistyped override (``trainer.max_stepz=4``), an option a group lacks
 (``experiment=smok``) or an override that does not parse in several lines of its own, ending in
-"Set the environment variable HYDRA_FULL_ERROR=1", with exit status 1. ``describe`` turns each into
+"Set the environment variable HYDRA_FULL_ERROR=1", with exit status 1. ``hydra_error_line`` turns each into
 one line naming the key and the nearest valid name. ``unread_additions`` refuses a ``+key=...``
 that adds a top-level key the entry point's config does not have, which nothing would read
 (``run_realtime.py +task=insertion`` ran transfer cube: the policy's task comes from its checkpoint).
@@ -74,7 +74,7 @@ def one_line(text: str) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-def describe(err: Exception, config_dir: Path, config_name: str, overrides: list[str]) -> str | None:
+def hydra_error_line(err: Exception, config_dir: Path, config_name: str, overrides: list[str]) -> str | None:
     """One line for an error Hydra raised while composing ``config_name`` from ``overrides``; None for
     anything else (it is not about the command line)."""
     from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException

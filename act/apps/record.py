@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from act.common.checks import check_setting
 from act.common.errors import InputError
 from act.common.io import unwritable_reason, write_json
-from act.data.record import RecordResult, RecordSettings, describe, rate_note, record_with_bar
+from act.data.record import RecordResult, RecordSettings, recording_summary, rate_note, record_with_bar
 from act.envs.experts import ScriptedSettings
 from act.envs.human_like import HumanLikeSettings
 
@@ -38,7 +38,7 @@ def main(cfg: DictConfig) -> dict:
     if reason:
         raise InputError(f"out_dir {settings.out_dir} is not writable ({reason}); choose another out_dir=<folder>")
     result = record_with_bar(settings)
-    summary = describe(settings, result)
+    summary = recording_summary(settings, result)
     _report(settings, result, summary)
     return summary
 

@@ -280,7 +280,7 @@ def record_with_bar(settings: RecordSettings) -> RecordResult:
         return result
 
 
-def describe(settings: RecordSettings, result: RecordResult) -> dict:
+def recording_summary(settings: RecordSettings, result: RecordResult) -> dict:
     """A JSON-able summary of a recording run."""
     return {"task": settings.task, "expert": settings.expert.name, "expert_settings": settings.expert.to_dict(),
             "num_episodes": settings.num_episodes, "kept": result.kept,

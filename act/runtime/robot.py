@@ -15,7 +15,7 @@ from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 
-from act.runtime.safety import describe
+from act.runtime.safety import joint_values
 from act.common.aloha import STATE_DIM
 from act.common.errors import InputError
 
@@ -48,7 +48,7 @@ def check_action(action, dim: int = STATE_DIM) -> np.ndarray:
         raise InputError(f"a joint command must be {dim} finite numbers, got shape {action.shape}")
     bad = np.flatnonzero(~np.isfinite(action))
     if bad.size:
-        raise InputError(f"a joint command must be {dim} finite numbers; {bad.size} are not: {describe(action, bad)}")
+        raise InputError(f"a joint command must be {dim} finite numbers; {bad.size} are not: {joint_values(action, bad)}")
     return action
 
 

@@ -106,7 +106,7 @@ class SafetyLimits:
             return last, REFUSED, f"a command of shape {command.shape}, not ({self.dim},)"
         bad = np.flatnonzero(~np.isfinite(command))
         if bad.size:
-            return last, REFUSED, "not finite: " + describe(command, bad)
+            return last, REFUSED, "not finite: " + joint_values(command, bad)
         safe = np.clip(command, self.lower, self.upper)
         safe = np.clip(safe, last - self.max_delta, last + self.max_delta)
         changed = np.flatnonzero(safe != command)
@@ -120,7 +120,7 @@ class SafetyLimits:
         return (safe, CLIPPED, why) if self.mode == "clip" else (last, REFUSED, why)
 
 
-def describe(values: np.ndarray, indices: np.ndarray, limit: int = 4) -> str:
+def joint_values(values: np.ndarray, indices: np.ndarray, limit: int = 4) -> str:
     """``left waist nan, right gripper inf`` for the first ``limit`` of ``indices``."""
     named = [f"{joint_name(int(i), len(values))} {values[i]}" for i in indices[:limit]]
     return ", ".join(named) + (f" (and {len(indices) - limit} more)" if len(indices) > limit else "")

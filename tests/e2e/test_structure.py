@@ -15,7 +15,7 @@ from hydra import compose, initialize_config_dir
 
 from act.apps.cli import run_main
 from act.common.errors import InputError, RunStopped
-from act.apps.hydra_errors import describe
+from act.apps.hydra_errors import hydra_error_line
 from helpers import CONFIGS, ROOT, tiny_overrides
 
 
@@ -68,7 +68,7 @@ def composition_error(config_name: str, *overrides: str) -> str | None:
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         with pytest.raises(Exception) as caught:
             compose(config_name, overrides=list(overrides), return_hydra_config=True)
-    return describe(caught.value, CONFIGS, config_name, list(overrides))
+    return hydra_error_line(caught.value, CONFIGS, config_name, list(overrides))
 
 
 @pytest.mark.parametrize("config_name, overrides, line", [

@@ -14,7 +14,7 @@ from act.apps.record import settings_from_cfg
 from act.data.episodes import EpisodeIndex
 from act.data.inspect import format_summary, validate
 from act.data.inspect import summary as inspect_summary
-from act.data.record import RecordSettings, describe, record, record_with_bar
+from act.data.record import RecordSettings, recording_summary, record, record_with_bar
 from act.data.schema import list_episode_files, write_episode
 import act.apps.rollout as scripted_rollout
 from act.envs.experts import ScriptedSettings
@@ -124,7 +124,7 @@ def human_like_demos(tmp_path_factory):
     """Two human-like transfer-cube episodes at 24x32, and the recording's summary."""
     folder = tmp_path_factory.mktemp("human_like")
     chosen = settings(folder, 2, expert=HumanLikeSettings())
-    return folder, describe(chosen, record(chosen))
+    return folder, recording_summary(chosen, record(chosen))
 
 
 def test_human_like_episodes_name_their_expert_and_pass_the_validator(human_like_demos):
