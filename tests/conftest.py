@@ -22,14 +22,130 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 os.environ.setdefault("WANDB_SILENT", "true")
 
 
+# -- scripts/<name>.py, each in a process of its own --------------------------------------------------
+# A fresh interpreter spends about 7 s importing torch, Lightning, Hydra and MuJoCo before a script's first
+# line, and the tests run about 50 scripts. ``run_script`` forks each instead from a server that imported
+# those once per pytest worker (multiprocessing's forkserver): still a new process, with the script's argv,
+# cwd, environment, output and exit code. The server imports third-party libraries only, so the project's
+# modules start with the state a fresh run gives them (act.pipeline.demo's start time), and it holds nothing
+# a fork copies half-made: no GL display (dm_control opens one when imported: not preloaded; triton comes
+# first, as act/envs/__init__.py explains) and no OpenMP threads (its environment says 1 thread).
+PRELOAD = (
+    "triton torch torchvision lightning torchmetrics hydra omegaconf mujoco h5py scipy matplotlib.pyplot imageio av "
+    "tqdm rich pyarrow onnx onnxruntime"
+).split()
+# Read by those libraries when imported: a run whose environment differs here gets a fresh interpreter.
+IMPORT_TIME_ENV = ("MUJOCO_GL", "PYOPENGL_PLATFORM", "PYTHONHASHSEED")
+
+
+@pytest.fixture(scope="session")
+def script_server():
+    """``(forkserver context, the server's IMPORT_TIME_ENV, torch's thread count here)``, or None with
+    CUDA: a CUDA driver set up before a fork does not work in the child."""
+    import multiprocessing
+    import multiprocessing.forkserver
+
+    import torch
+
+    import act.envs  # noqa: F401 - sets MUJOCO_GL and PYOPENGL_PLATFORM as a script's import of it does
+
+    if torch.cuda.is_available():
+        yield None
+        return
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    saved = {key: os.environ.get(key) for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    try:
+        multiprocessing.forkserver.ensure_running()  # starts it now, with this environment
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                del os.environ[key]
+            else:
+                os.environ[key] = value
+    # A fresh interpreter in this environment would use as many threads as torch does here.
+    yield context, {key: os.environ.get(key) for key in IMPORT_TIME_ENV}, torch.get_num_threads()
+    multiprocessing.forkserver._forkserver._stop()  # ends it and waits for it (multiprocessing's tests do this)
+
+
+def _script_child(script: str, argv: list, cwd: str, env: dict, threads: int, stdout: str, stderr: str) -> None:
+    """In the forked child: what ``python <script> <argv>`` does from ``cwd`` in ``env``, exiting with its code."""
+    import atexit
+    import runpy
+    import threading
+
+    import numpy as np
+    import torch
+
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    for fd, path in ((1, stdout), (2, stderr)):  # fd-level: what C code and tqdm write is captured too
+        file = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(file, fd)
+        os.close(file)
+    sys.argv = [script, *argv]
+    tests = ROOT / "tests"  # pytest put these on sys.path; a script's own folder comes first
+    sys.path[:] = [os.path.dirname(script), *(p for p in sys.path if p and not Path(p).is_relative_to(tests))]
+    torch.set_num_threads(threads)
+    np.random.seed()  # fresh interpreters each seed numpy's global generator from the OS; forks share one
+    code = 0
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exit:
+        code = 0 if exit.code is None else exit.code
+        if not isinstance(code, int):
+            print(code, file=sys.stderr)
+            code = 1
+    except BaseException as err:  # the interpreter's report, from the script's frame on
+        trace = err.__traceback__
+        while trace is not None and trace.tb_frame.f_code.co_filename != script:
+            trace = trace.tb_next
+        trace = trace or err.__traceback__
+        sys.excepthook(type(err), err.with_traceback(trace), trace)
+        code = 1
+    threading._shutdown()  # as the interpreter ends: non-daemon threads, then atexit
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def forked_run(server, command: list, cwd: Path, timeout: float):
+    """``subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)`` for
+    ``command = [python, script, *argv]``, in a child of ``server``."""
+    import subprocess
+    import tempfile
+
+    context, _, threads = server
+    with tempfile.TemporaryDirectory(prefix="script-output-") as folder:
+        stdout, stderr = Path(folder) / "stdout", Path(folder) / "stderr"
+        child = context.Process(
+            target=_script_child,
+            args=(command[1], command[2:], str(cwd), dict(os.environ), threads, str(stdout), str(stderr)),
+        )
+        child.start()
+        child.join(timeout)
+        if child.exitcode is None:
+            child.kill()
+            child.join()
+            raise subprocess.TimeoutExpired(command, timeout, stdout.read_text(), stderr.read_text())
+        return subprocess.CompletedProcess(command, child.exitcode, stdout.read_text(), stderr.read_text())
+
+
 @pytest.fixture
-def run_script(tmp_path):
-    """Run ``scripts/<name>.py`` with Hydra overrides in a subprocess; return the CompletedProcess."""
+def run_script(tmp_path, script_server):
+    """Run ``scripts/<name>.py`` with Hydra overrides from ``tmp_path``; return the CompletedProcess.
+    ``fresh=True`` runs it in a new interpreter, where that is what a test checks."""
     import subprocess
 
-    def run(name: str, *overrides: str, check: bool = True):
-        proc = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *overrides],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    def run(name: str, *overrides: str, check: bool = True, fresh: bool = False):
+        command = [sys.executable, str(ROOT / "scripts" / f"{name}.py"), *overrides]
+        if fresh or script_server is None or script_server[1] != {k: os.environ.get(k) for k in IMPORT_TIME_ENV}:
+            proc = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+        else:
+            proc = forked_run(script_server, command, tmp_path, timeout=900)
         if check and proc.returncode != 0:
             raise AssertionError(f"{name} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
         return proc

@@ -1,4 +1,5 @@
-"""One real run of each entry point in scripts/, in a subprocess: its command line, Hydra, its output
+"""One real run of each entry point in scripts/, in a process of its own (``run_script``: forked from a
+server that imported torch and the rest once, tests/conftest.py): its command line, Hydra, its output
 files, what it prints and its exit code (2 and one `error: ...` line for a user's mistake). What the
 scripts compute is tested in-process in tests/integration/. Each is the cheapest run that still does
 the script's work; a script whose work needs minutes runs its cheapest path that a user can meet.
@@ -13,8 +14,6 @@ lerobot_judge.py runs only under LeRobot's own Python, through check_lerobot.py 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import h5py
 import imageio.v2 as imageio
@@ -22,17 +21,16 @@ import pytest
 import torch
 
 from act.data.inspect import export_episode, format_summary, summary, validate
-from helpers import ROOT, tiny_overrides
+from helpers import tiny_overrides
 
 
 # -- train.py ----------------------------------------------------------------------------------------
 
-def test_train_script_multirun_sweep(demos, tmp_path):
+def test_train_script_multirun_sweep(run_script, demos, tmp_path):
     sweep = tmp_path / "sweep"
     overrides = [o for o in tiny_overrides(demos, "x") if not o.startswith("out_dir=")]
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "train.py"), "-m", "policy.kl_weight=1,100",
-                           "trainer.max_steps=2", f"hydra.sweep.dir={sweep}", *overrides],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    proc = run_script("train", "-m", "policy.kl_weight=1,100", "trainer.max_steps=2", f"hydra.sweep.dir={sweep}",
+                      *overrides, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     for job in ("0", "1"):
         assert (sweep / job / "checkpoints" / "last.ckpt").is_file()
@@ -41,20 +39,18 @@ def test_train_script_multirun_sweep(demos, tmp_path):
     assert weights == [1, 100]
 
 
-def test_train_script_reports_a_missing_dataset(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "train.py"), f"data.dataset_dir={tmp_path}/none"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+def test_train_script_reports_a_missing_dataset(run_script, tmp_path):
+    proc = run_script("train", f"data.dataset_dir={tmp_path}/none", check=False)
     assert proc.returncode == 2 and "record_demos.py task=transfer_cube" in proc.stderr
 
 
-def test_optuna_sweep_minimises_val_l1(demos, tmp_path):
+def test_optuna_sweep_minimises_val_l1(run_script, demos, tmp_path):
     pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
     sweep = tmp_path / "optuna"
     overrides = [o for o in tiny_overrides(demos, "x") if not o.startswith(("out_dir=", "policy.model.chunk_size="))]
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "train.py"), "-m", "hparams_search=optuna",
-                           "hydra.sweeper.n_trials=2", "hydra.sweeper.sampler.n_startup_trials=2",
-                           f"hydra.sweep.dir={sweep}", *overrides, "trainer.max_steps=4", "trainer.val_check_interval=2"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    proc = run_script("train", "-m", "hparams_search=optuna", "hydra.sweeper.n_trials=2",
+                      "hydra.sweeper.sampler.n_startup_trials=2", f"hydra.sweep.dir={sweep}", *overrides,
+                      "trainer.max_steps=4", "trainer.val_check_interval=2", check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = (sweep / "optimization_results.yaml").read_text()
     assert "best_value" in results and "policy.kl_weight" in results
@@ -63,9 +59,11 @@ def test_optuna_sweep_minimises_val_l1(demos, tmp_path):
 # -- eval.py, export.py, run_realtime.py and their benchmarks ----------------------------------------
 
 def test_eval_script_end_to_end(run_script, tiny_checkpoint, tmp_path):
+    # In a fresh interpreter, unlike the other scripts here (tests/conftest.py): one whole run imports the
+    # libraries in the script's own order (triton before the first render), renders, and exits as itself.
     out = tmp_path / "eval"
     proc = run_script("eval", f"ckpt_path={tiny_checkpoint}", "num_episodes=2", "num_videos=1", "episode_len=50",
-                      "seed=100000", "logger.wandb=false", "video_size=[48,64]", f"out_dir={out}")
+                      "seed=100000", "logger.wandb=false", "video_size=[48,64]", f"out_dir={out}", fresh=True)
     metrics = json.loads((out / "metrics.json").read_text())
     for key in ("success_rate", "success_rate_ci95", "stage_rates", "mean_return", "mean_max_reward",
                 "latency_ms_per_query", "share_of_steps_over_tick"):
@@ -207,10 +205,10 @@ def test_demo_needs_an_experiment_with_a_demo_block(run_script, tmp_path):
     assert "has no `demo:` block; use an experiment that defines one" in proc.stderr
 
 
-def test_seeds_script_stops_at_a_failing_seed_and_says_how_to_resume(tmp_path):
-    # The cheapest run that reaches demo.py: the first seed's demo refuses a setting before recording.
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "seeds.py"), "seeds=[0,1]", f"dir={tmp_path / 's'}",
-                           "--", "demo.checkpoint=first"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+def test_seeds_script_stops_at_a_failing_seed_and_says_how_to_resume(run_script, tmp_path):
+    # The cheapest run that reaches demo.py (a fresh interpreter, as seeds.py starts each seed's): the first
+    # seed's demo refuses a setting before recording.
+    proc = run_script("seeds", "seeds=[0,1]", f"dir={tmp_path / 's'}", "--", "demo.checkpoint=first", check=False)
     assert proc.returncode == 2 and "=== seed 0 (1/2)" in proc.stdout and "=== seed 1" not in proc.stdout
     assert "error: demo.checkpoint='first' is unknown; valid: last, best" in proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == "error: seed 0 failed (exit 2); rerun this command to resume it"

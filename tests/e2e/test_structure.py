@@ -101,6 +101,7 @@ def test_override_mistakes_exit_2_with_one_line_and_hydra_full_error_keeps_the_t
     assert proc.returncode == 2 and proc.stderr.splitlines()[-1] == (
         "error: +task=insertion adds task, which run_realtime does not read; its settings: aloha, ckpt_path, device, "
         "episode_len, execution, num_episodes, out_dir, record_dir, render_quality, robot, safety, seed, threads")
+    # A fresh interpreter: Hydra's own report and the exit code of the real process, as a user gets them.
     full = subprocess.run([sys.executable, str(ROOT / "scripts" / "train.py"), "trainer.max_stepz=4"],
                           capture_output=True, text=True, timeout=300, env={**os.environ, "HYDRA_FULL_ERROR": "1"})
     assert full.returncode == 1 and "Traceback" in full.stderr and "ConfigCompositionException" in full.stderr

@@ -477,17 +477,15 @@ def test_a_camera_the_dataset_lacks_names_the_ones_it_has(converted):
         EpisodeIndex(converted["video"], cameras=["top"])
 
 
-def test_scripts_print_one_error_line_and_exit_2(converted, tmp_path):
+def test_scripts_print_one_error_line_and_exit_2(run_script, converted, tmp_path):
     import shutil
 
     folder = tmp_path / "old"
     shutil.copytree(converted["image"], folder)
     damage(folder, "v2.1")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for argv in ([str(ROOT / "scripts" / "convert_dataset.py"), f"src={folder}", f"out={tmp_path / 'x'}",
-                  "to=act_hdf5"], [str(ROOT / "scripts" / "inspect_dataset.py"), "summary", str(folder)]):
-        proc = subprocess.run([sys.executable, *argv], cwd=tmp_path, capture_output=True, text=True, env=env,
-                              timeout=300)
+    for argv in (["convert_dataset", f"src={folder}", f"out={tmp_path / 'x'}", "to=act_hdf5"],
+                 ["inspect_dataset", "summary", str(folder)]):
+        proc = run_script(*argv, check=False)
         assert proc.returncode == 2, proc.stderr
         errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and "convert_dataset_v21_to_v30" in errors[0], proc.stderr
