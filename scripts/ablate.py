@@ -20,8 +20,11 @@ from act.apps.cli import hydra_main, run_main
 
 @hydra_main("ablate")
 def main(cfg: DictConfig) -> dict:
-    return run_main(ablate.main, cfg, interrupted="interrupted: rerun the same command to resume the ablation "
-                                                 "(finished runs are kept)")
+    return run_main(
+        ablate.main,
+        cfg,
+        interrupted="interrupted: rerun the same command to resume the ablation (finished runs are kept)",
+    )
 
 
 if __name__ == "__main__":

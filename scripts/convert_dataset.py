@@ -21,8 +21,11 @@ from act.apps.cli import hydra_main, run_main
 @hydra_main("convert_dataset")
 def main(cfg: DictConfig) -> None:
     out = "out" if OmegaConf.is_missing(cfg, "out") else cfg.out  # a missing out is the app's one-line error
-    run_main(convert.main, cfg, interrupted=f"interrupted; rerun the same command to finish: finished episodes "
-                                            f"in {out} are kept")
+    run_main(
+        convert.main,
+        cfg,
+        interrupted=f"interrupted; rerun the same command to finish: finished episodes in {out} are kept",
+    )
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@ from act.apps.cli import hydra_main, run_main
 
 @hydra_main("demo")
 def main(cfg: DictConfig) -> dict:
-    return run_main(demo.main, cfg, interrupted="interrupted: rerun the same command to continue (demos and "
-                                                "checkpoints are kept)")
+    return run_main(
+        demo.main, cfg, interrupted="interrupted: rerun the same command to continue (demos and checkpoints are kept)"
+    )
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """Inspect a dataset folder: ACT episode files or a LeRobot v3.0 folder (found by its meta/info.json).
 
-    python scripts/inspect_dataset.py summary datasets/transfer_cube
-    python scripts/inspect_dataset.py validate datasets/transfer_cube
-    python scripts/inspect_dataset.py export datasets/transfer_cube --episode 3 --out outputs/inspect
+python scripts/inspect_dataset.py summary datasets/transfer_cube
+python scripts/inspect_dataset.py validate datasets/transfer_cube
+python scripts/inspect_dataset.py export datasets/transfer_cube --episode 3 --out outputs/inspect
 """
 
 from __future__ import annotations

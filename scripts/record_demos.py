@@ -22,8 +22,11 @@ from act.apps.cli import hydra_main, run_main
 @hydra_main("record_demos")
 def main(cfg: DictConfig) -> dict:
     out_dir = Path(hydra.utils.to_absolute_path(cfg.out_dir))
-    return run_main(record.main, cfg, interrupted=f"interrupted; finished episodes are in {out_dir}: rerun the "
-                                                  "same command to complete the set")
+    return run_main(
+        record.main,
+        cfg,
+        interrupted=f"interrupted; finished episodes are in {out_dir}: rerun the same command to complete the set",
+    )
 
 
 if __name__ == "__main__":

@@ -179,19 +179,33 @@ def built_once(tmp_path_factory, name: str, build) -> Path:
 @pytest.fixture(scope="session")
 def demos(tmp_path_factory):
     """Three real recorded transfer-cube demos at 32x32 (about 3 s to record), shared by the test run."""
-    from act.data.record import RecordSettings, record
     from helpers import IMAGE
 
-    return built_once(tmp_path_factory, "demos", lambda folder: record(RecordSettings(
-        task="transfer_cube", num_episodes=3, out_dir=folder, cameras=("top",), image_size=(IMAGE, IMAGE),
-        render_quality="fast", workers=0)))
+    from act.data.record import RecordSettings, record
+
+    return built_once(
+        tmp_path_factory,
+        "demos",
+        lambda folder: record(
+            RecordSettings(
+                task="transfer_cube",
+                num_episodes=3,
+                out_dir=folder,
+                cameras=("top",),
+                image_size=(IMAGE, IMAGE),
+                render_quality="fast",
+                workers=0,
+            )
+        ),
+    )
 
 
 @pytest.fixture(scope="session")
 def tiny_checkpoint(demos, tmp_path_factory):
     """A checkpoint of a tiny ACT trained for a few steps on ``demos``."""
-    from act.apps.train import train
     from helpers import make_cfg
+
+    from act.apps.train import train
 
     out = built_once(tmp_path_factory, "tiny_run", lambda folder: train(make_cfg(demos, folder, "trainer.max_steps=3")))
     return out / "checkpoints" / "last.ckpt"
@@ -200,11 +214,13 @@ def tiny_checkpoint(demos, tmp_path_factory):
 @pytest.fixture(scope="session")
 def six_step_run(demos, tmp_path_factory):
     """The run folder of the same tiny ACT trained straight to step 6: what a resumed run must equal."""
-    from act.apps.train import train
     from helpers import make_cfg
 
-    return built_once(tmp_path_factory, "six_step_run",
-                      lambda folder: train(make_cfg(demos, folder, "trainer.max_steps=6")))
+    from act.apps.train import train
+
+    return built_once(
+        tmp_path_factory, "six_step_run", lambda folder: train(make_cfg(demos, folder, "trainer.max_steps=6"))
+    )
 
 
 @pytest.fixture(scope="session")

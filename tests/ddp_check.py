@@ -45,10 +45,16 @@ def main(dataset_dir: str, out_dir: str, accelerator: str = "cpu", *extra: str) 
         raise SystemExit(f"error: accelerator {accelerator!r} must be one of {', '.join(ACCELERATORS)}")
     rank = os.environ.get("LOCAL_RANK", "0")
     overrides = tiny_overrides(dataset_dir, out_dir) + [
-        "trainer=ddp", f"trainer.accelerator={accelerator}", "trainer.devices=2", "trainer.max_steps=4", "logger=csv",
+        "trainer=ddp",
+        f"trainer.accelerator={accelerator}",
+        "trainer.devices=2",
+        "trainer.max_steps=4",
+        "logger=csv",
         f"seed={rank}",  # different init per rank: DDP must sync it
-        "+callbacks.rank_weights._target_=ddp_check.SaveRankWeights", f"+callbacks.rank_weights.folder={out_dir}",
-        *extra]
+        "+callbacks.rank_weights._target_=ddp_check.SaveRankWeights",
+        f"+callbacks.rank_weights.folder={out_dir}",
+        *extra,
+    ]
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("train", overrides=overrides)
     train(cfg)

@@ -20,13 +20,29 @@ IMAGE = 32  # 32x32 images: a 1x1 ResNet feature map, fast on a CPU
 
 def tiny_overrides(dataset_dir, out_dir, *extra) -> list[str]:
     """Hydra overrides for a few-second training run of a 32-wide ACT on ``dataset_dir``."""
-    return [f"data.dataset_dir={dataset_dir}", f"out_dir={out_dir}", f"task.image_size=[{IMAGE},{IMAGE}]",
-            "policy=small", "policy.model.chunk_size=10", "policy.model.hidden_dim=32", "policy.model.ff_dim=64",
-            "policy.model.heads=2", "policy.model.enc_layers=1", "policy.model.vae_enc_layers=1",
-            "policy.model.latent_dim=4", "policy.optimizer.lr=3e-4", "policy.lr_backbone=3e-4",
-            "data.batch_size=4", "data.num_workers=0", "logger=csv", "trainer.val_check_interval=10",
-            "trainer.limit_val_batches=2", "trainer.log_every_n_steps=1",
-            "callbacks.periodic.every_n_train_steps=1000", *extra]
+    return [
+        f"data.dataset_dir={dataset_dir}",
+        f"out_dir={out_dir}",
+        f"task.image_size=[{IMAGE},{IMAGE}]",
+        "policy=small",
+        "policy.model.chunk_size=10",
+        "policy.model.hidden_dim=32",
+        "policy.model.ff_dim=64",
+        "policy.model.heads=2",
+        "policy.model.enc_layers=1",
+        "policy.model.vae_enc_layers=1",
+        "policy.model.latent_dim=4",
+        "policy.optimizer.lr=3e-4",
+        "policy.lr_backbone=3e-4",
+        "data.batch_size=4",
+        "data.num_workers=0",
+        "logger=csv",
+        "trainer.val_check_interval=10",
+        "trainer.limit_val_batches=2",
+        "trainer.log_every_n_steps=1",
+        "callbacks.periodic.every_n_train_steps=1000",
+        *extra,
+    ]
 
 
 def make_cfg(dataset_dir, out_dir, *extra):
@@ -64,18 +80,33 @@ def write_flat_episodes(folder: Path, num_episodes: int, steps: int, image_size=
         qpos = np.cumsum(rng.normal(scale=0.01, size=(steps, 14)), axis=0).astype(np.float32)
         levels = np.linspace(40, 200, steps).astype(np.uint8) + i
         frames = np.broadcast_to(levels[:, None, None, None], (steps, *image_size, 3)).copy()
-        write_episode(Path(folder) / f"episode_{i}.hdf5", qpos=qpos, action=np.roll(qpos, -1, axis=0),
-                      images={"top": frames}, compression="gzip",
-                      attrs={"task": "transfer_cube", "seed": i, "fps": 50, "render_quality": "fast"})
+        write_episode(
+            Path(folder) / f"episode_{i}.hdf5",
+            qpos=qpos,
+            action=np.roll(qpos, -1, axis=0),
+            images={"top": frames},
+            compression="gzip",
+            attrs={"task": "transfer_cube", "seed": i, "fps": 50, "render_quality": "fast"},
+        )
 
 
 def paper_overrides(dataset_dir, out_dir, *extra) -> list[str]:
     """experiment=paper (480x640, chunk 100, hidden 512, ff 3200) for a few steps at batch 2: random
     backbone weights (tests download nothing), CSV logging, one validation batch at the last step."""
-    return ["experiment=paper", f"data.dataset_dir={dataset_dir}", f"out_dir={out_dir}",
-            "policy.model.backbone_weights=null", "data.batch_size=2", "data.num_workers=0", "logger=csv",
-            "trainer.max_steps=2", "trainer.val_check_interval=2", "trainer.limit_val_batches=1",
-            "trainer.log_every_n_steps=1", *extra]
+    return [
+        "experiment=paper",
+        f"data.dataset_dir={dataset_dir}",
+        f"out_dir={out_dir}",
+        "policy.model.backbone_weights=null",
+        "data.batch_size=2",
+        "data.num_workers=0",
+        "logger=csv",
+        "trainer.max_steps=2",
+        "trainer.val_check_interval=2",
+        "trainer.limit_val_batches=1",
+        "trainer.log_every_n_steps=1",
+        *extra,
+    ]
 
 
 def paper_cfg(dataset_dir, out_dir, *extra):
@@ -87,16 +118,37 @@ def demo_overrides(tmp_path, *extra):
     """The quickstart pipeline shrunk to seconds: 2 demos, a 32-wide ACT, 2 short evaluation episodes."""
     out = tmp_path / "demo"
     train_overrides = [o for o in tiny_overrides(tmp_path / "data", out / "train") if not o.startswith("out_dir=")]
-    return [*train_overrides, f"demo.dir={out}", "demo.num_demos=2", "demo.record_workers=0",
-            "+demo.eval.num_episodes=2", "demo.eval.workers=0", "+demo.eval.episode_len=40", "demo.eval.num_videos=1",
-            "execution.precision=32-true", "trainer.val_check_interval=2",
-            "policy.lr_warmup_steps=1", "policy.image_crop=null", *extra]
+    return [
+        *train_overrides,
+        f"demo.dir={out}",
+        "demo.num_demos=2",
+        "demo.record_workers=0",
+        "+demo.eval.num_episodes=2",
+        "demo.eval.workers=0",
+        "+demo.eval.episode_len=40",
+        "demo.eval.num_videos=1",
+        "execution.precision=32-true",
+        "trainer.val_check_interval=2",
+        "policy.lr_warmup_steps=1",
+        "policy.image_crop=null",
+        *extra,
+    ]
 
 
 # -- tiny ACT networks and batches (tests/unit/): hidden 32, 2 heads -------------------------------
 IMAGE_HW = (64, 96)  # the network tests' images: a 2x3 layer4 feature map
-TINY = dict(state_dim=4, action_dim=3, chunk_size=5, hidden_dim=32, ff_dim=64, heads=2, enc_layers=2,
-            dec_layers=2, vae_enc_layers=2, latent_dim=4)
+TINY = dict(
+    state_dim=4,
+    action_dim=3,
+    chunk_size=5,
+    hidden_dim=32,
+    ff_dim=64,
+    heads=2,
+    enc_layers=2,
+    dec_layers=2,
+    vae_enc_layers=2,
+    latent_dim=4,
+)
 
 
 def tiny_config(**overrides) -> ACTConfig:

@@ -46,8 +46,10 @@ def main(cfg: DictConfig) -> dict:
     check_runs(s, runs)
     results = {}
     for i, run in enumerate(runs):
-        print(f"=== {s.name} {i + 1}/{len(runs)}: {run.line}, {s.setting} = {run.variant}, {run.sample} -> "
-              f"{run.folder}", flush=True)
+        print(
+            f"=== {s.name} {i + 1}/{len(runs)}: {run.line}, {s.setting} = {run.variant}, {run.sample} -> {run.folder}",
+            flush=True,
+        )
         results[run] = evaluate_run(s, run) if s.evaluation_only else train_run(run)
     table = tabulate(s, runs, results, explicit_overrides())
     write_json(s.dir / "ablation.json", table)
@@ -62,8 +64,10 @@ def main(cfg: DictConfig) -> dict:
 def ablation_settings(cfg: DictConfig) -> AblationSettings:
     """configs/ablate.yaml's ``ablation`` group (its lists of overrides as written), ``dir`` and ``overrides``,
     checked."""
-    ablation = {key: OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
-                for key, value in cfg.ablation.items()}
+    ablation = {
+        key: OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+        for key, value in cfg.ablation.items()
+    }
     overrides = OmegaConf.to_container(cfg.overrides) if OmegaConf.is_config(cfg.overrides) else cfg.overrides
     return AblationSettings.from_dict(ablation, cfg.dir, overrides)
 
@@ -90,8 +94,9 @@ def eval_config(s: AblationSettings, run: Run) -> DictConfig:
     """eval.py's config of an evaluation-only run: the run's overrides, then ``ablation.eval``."""
     cfg = compose_run("eval", run)
     check_eval_keys(s, cfg)
-    return OmegaConf.merge(cfg, s.eval, {"ckpt_path": str(run.checkpoint), "out_dir": str(run.folder),
-                                         "logger": {"wandb": False}})
+    return OmegaConf.merge(
+        cfg, s.eval, {"ckpt_path": str(run.checkpoint), "out_dir": str(run.folder), "logger": {"wandb": False}}
+    )
 
 
 def check_runs(s: AblationSettings, runs: list[Run]) -> None:
@@ -109,8 +114,10 @@ def check_runs(s: AblationSettings, runs: list[Run]) -> None:
         then = json.loads(record.read_text())["overrides"] if record.is_file() else list(run.overrides)
         if then != list(run.overrides):
             gone, new = [o for o in then if o not in run.overrides], [o for o in run.overrides if o not in then]
-            raise InputError(f"{run.folder} holds a run made with {gone or 'the same overrides'} where this one has "
-                             f"{new or 'them in another order'}; give another dir= or remove that folder")
+            raise InputError(
+                f"{run.folder} holds a run made with {gone or 'the same overrides'} where this one has "
+                f"{new or 'them in another order'}; give another dir= or remove that folder"
+            )
 
 
 def train_run(run: Run) -> dict:

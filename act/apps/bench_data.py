@@ -22,16 +22,28 @@ from act.data.schema import COMPRESSIONS
 def main(cfg: DictConfig) -> dict:
     """The benchmark of configs/bench/data.yaml; prints and returns its results."""
     out = Path(cfg.out_dir)
-    recording = RecordSettings(task=cfg.task.name, num_episodes=cfg.episodes, out_dir=out / "none",
-                               cameras=(cfg.camera,), image_size=tuple(cfg.image_size),
-                               render_quality=cfg.render_quality, workers=cfg.record_workers)
-    loader = LoaderSettings(batch_size=int(cfg.batch_size), chunk_size=int(cfg.chunk_size),
-                            workers=int(cfg.loader_workers), batches=int(cfg.batches))
+    recording = RecordSettings(
+        task=cfg.task.name,
+        num_episodes=cfg.episodes,
+        out_dir=out / "none",
+        cameras=(cfg.camera,),
+        image_size=tuple(cfg.image_size),
+        render_quality=cfg.render_quality,
+        workers=cfg.record_workers,
+    )
+    loader = LoaderSettings(
+        batch_size=int(cfg.batch_size),
+        chunk_size=int(cfg.chunk_size),
+        workers=int(cfg.loader_workers),
+        batches=int(cfg.batches),
+    )
     metrics = measure_data_path(recording, loader)
     path = write_json(out / "metrics.json", metrics)
     height, width = metrics["image_size"]
-    print(f"recording ({recording.render_quality}, {height}x{width} {metrics['camera']}): "
-          f"{metrics['recording']['s_per_episode']:.1f} s/episode")
+    print(
+        f"recording ({recording.render_quality}, {height}x{width} {metrics['camera']}): "
+        f"{metrics['recording']['s_per_episode']:.1f} s/episode"
+    )
     for c in COMPRESSIONS:
         print(f"{c:5s} {metrics['mb_per_episode'][c]:7.1f} MB/episode  {metrics['samples_per_s'][c]:7.0f} samples/s")
     print(f"metrics: {path}")

@@ -18,8 +18,14 @@ from act.common.io import write_json
 
 def main(cfg: DictConfig) -> dict:
     """The benchmark of configs/bench/env.yaml; prints and returns its results."""
-    metrics = measure_env(cfg.task.name, cfg.camera, tuple(cfg.image_size), steps=int(cfg.steps),
-                          demo_episodes=int(cfg.demo_episodes), seed=int(cfg.seed))
+    metrics = measure_env(
+        cfg.task.name,
+        cfg.camera,
+        tuple(cfg.image_size),
+        steps=int(cfg.steps),
+        demo_episodes=int(cfg.demo_episodes),
+        seed=int(cfg.seed),
+    )
     path = write_json(Path(cfg.out_dir) / "metrics.json", metrics)
     for name, ms in metrics["ms_per_step"].items():
         print(f"{name:32s} {ms:7.2f} ms/step (median)")

@@ -26,13 +26,22 @@ def main(cfg: DictConfig) -> dict:
     execution = ExecutionConfig.from_cfg(cfg.execution)
     module = policy_module(cfg.policy, {"camera_names": [cfg.camera], "image_size": list(size)})
     results = measure_harness(cfg.task, cfg.camera, size, steps=int(cfg.steps), seed=seed)
-    policy_results, precision = measure_policy(module, execution, cfg.task, cfg.camera, size,
-                                               steps=int(cfg.policy_steps), seed=seed)
-    metrics = {"task": cfg.task, "image_size": list(size), "camera": cfg.camera, "precision": precision,
-               "results": {**results, **policy_results}, "machine": {"cpus": os.cpu_count()}}
+    policy_results, precision = measure_policy(
+        module, execution, cfg.task, cfg.camera, size, steps=int(cfg.policy_steps), seed=seed
+    )
+    metrics = {
+        "task": cfg.task,
+        "image_size": list(size),
+        "camera": cfg.camera,
+        "precision": precision,
+        "results": {**results, **policy_results},
+        "machine": {"cpus": os.cpu_count()},
+    }
     path = write_json(Path(cfg.out_dir) / "metrics.json", metrics)
     for name, r in metrics["results"].items():
-        print(f"{name:36s} {r['steps_per_s']:8.1f} steps/s  {r['ms_per_step']:7.2f} ms/step  "
-              f"({r['ms_per_step_excluding_policy']:.2f} ms excluding the policy)")
+        print(
+            f"{name:36s} {r['steps_per_s']:8.1f} steps/s  {r['ms_per_step']:7.2f} ms/step  "
+            f"({r['ms_per_step_excluding_policy']:.2f} ms excluding the policy)"
+        )
     print(f"metrics: {path}")
     return metrics

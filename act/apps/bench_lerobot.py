@@ -25,14 +25,26 @@ FORMATS = ("act_hdf5", "v3_image", "v3_video")  # the folders whose loaders are 
 def main(cfg: DictConfig) -> dict:
     """The benchmark of configs/bench/lerobot.yaml; prints and returns its results."""
     src, out = Path(hydra.utils.to_absolute_path(cfg.src)), Path(hydra.utils.to_absolute_path(cfg.out))
-    loader = LoaderSettings(batch_size=int(cfg.batch_size), chunk_size=int(cfg.chunk_size),
-                            workers=int(cfg.loader_workers), batches=int(cfg.batches))
+    loader = LoaderSettings(
+        batch_size=int(cfg.batch_size),
+        chunk_size=int(cfg.chunk_size),
+        workers=int(cfg.loader_workers),
+        batches=int(cfg.batches),
+    )
     source = EpisodeIndex(src, format="act_hdf5")
-    metrics = {"src": str(src), "episodes": len(source), "frames": int(source.lengths.sum()),
-               "image_size": list(source.image_shape[:2]), "cameras": list(source.cameras), "convert_s": {},
-               "convert_cpu_s": {}, "samples_per_cpu_s": {},
-               "mb": {"act_hdf5": sum(e.path.stat().st_size for e in source.episodes) / 1e6}, "samples_per_s": {},
-               "loader": {"batch_size": loader.batch_size, "workers": loader.workers, "chunk_size": loader.chunk_size}}
+    metrics = {
+        "src": str(src),
+        "episodes": len(source),
+        "frames": int(source.lengths.sum()),
+        "image_size": list(source.image_shape[:2]),
+        "cameras": list(source.cameras),
+        "convert_s": {},
+        "convert_cpu_s": {},
+        "samples_per_cpu_s": {},
+        "mb": {"act_hdf5": sum(e.path.stat().st_size for e in source.episodes) / 1e6},
+        "samples_per_s": {},
+        "loader": {"batch_size": loader.batch_size, "workers": loader.workers, "chunk_size": loader.chunk_size},
+    }
     if cfg.convert:
         _convert_both_ways(src, out, metrics)
     metrics["image_mode_same_samples"] = same_samples(src, out / "v3_image", loader.chunk_size)
@@ -49,8 +61,7 @@ def _convert_both_ways(src: Path, out: Path, metrics: dict) -> None:
     for name, job_src, job_out, to, images in CONVERSIONS:
         wall, cpu = time_conversion(out / job_src if job_src else src, out / job_out, to, images)
         metrics["convert_s"][name], metrics["convert_cpu_s"][name] = wall, cpu
-        print(f"{name}: {wall:.0f} s wall, {cpu:.0f} CPU s ({cpu / metrics['episodes']:.2f} CPU s/episode)",
-              flush=True)
+        print(f"{name}: {wall:.0f} s wall, {cpu:.0f} CPU s ({cpu / metrics['episodes']:.2f} CPU s/episode)", flush=True)
 
 
 def _time_loaders(src: Path, out: Path, loader: LoaderSettings, metrics: dict) -> None:
@@ -58,5 +69,8 @@ def _time_loaders(src: Path, out: Path, loader: LoaderSettings, metrics: dict) -
         folder = src if name == "act_hdf5" else out / name
         metrics["samples_per_s"][name] = loader_throughput(folder, loader)
         metrics["samples_per_cpu_s"][name] = samples_per_cpu_s(folder, loader.chunk_size)
-        print(f"{name:9s} {metrics['mb'][name]:8.0f} MB  {metrics['samples_per_s'][name]:7.0f} samples/s "
-              f"({loader.workers} workers)  {metrics['samples_per_cpu_s'][name]:7.0f} samples per CPU s", flush=True)
+        print(
+            f"{name:9s} {metrics['mb'][name]:8.0f} MB  {metrics['samples_per_s'][name]:7.0f} samples/s "
+            f"({loader.workers} workers)  {metrics['samples_per_cpu_s'][name]:7.0f} samples per CPU s",
+            flush=True,
+        )

@@ -29,21 +29,36 @@ def main(cfg: DictConfig) -> dict:
         torch.set_num_threads(int(cfg.threads))
     torch.manual_seed(cfg.seed)
     device = str(resolve_device(cfg.device))
-    bench = TrainBench(batch_size=int(cfg.data.batch_size), num_cameras=len(cfg.task.cameras),
-                       image_size=tuple(cfg.task.image_size), chunk_size=int(cfg.policy.model.chunk_size),
-                       train_steps=int(cfg.train_steps), inference_queries=int(cfg.inference_queries),
-                       seed=int(cfg.seed))
+    bench = TrainBench(
+        batch_size=int(cfg.data.batch_size),
+        num_cameras=len(cfg.task.cameras),
+        image_size=tuple(cfg.task.image_size),
+        chunk_size=int(cfg.policy.model.chunk_size),
+        train_steps=int(cfg.train_steps),
+        inference_queries=int(cfg.inference_queries),
+        seed=int(cfg.seed),
+    )
 
     def build(channels_last: bool | None):  # the policy of cfg with random weights, for bench's cameras
         policy = cfg.policy if channels_last is None else OmegaConf.merge(cfg.policy, {"channels_last": channels_last})
-        return policy_module(policy, {"camera_names": [f"cam{i}" for i in range(bench.num_cameras)],
-                                      "image_size": list(bench.image_size)})
+        return policy_module(
+            policy,
+            {"camera_names": [f"cam{i}" for i in range(bench.num_cameras)], "image_size": list(bench.image_size)},
+        )
 
-    results = {"config": {"task": cfg.task.name, "policy": OmegaConf.to_container(cfg.policy.model, resolve=True),
-                          "image_crop": OmegaConf.to_container(cfg.policy).get("image_crop"),
-                          "batch_size": bench.batch_size, "num_cameras": bench.num_cameras,
-                          "image_size": list(bench.image_size)},
-               "training": {}, "inference": {}, "machine": machine(device)}
+    results = {
+        "config": {
+            "task": cfg.task.name,
+            "policy": OmegaConf.to_container(cfg.policy.model, resolve=True),
+            "image_crop": OmegaConf.to_container(cfg.policy).get("image_crop"),
+            "batch_size": bench.batch_size,
+            "num_cameras": bench.num_cameras,
+            "image_size": list(bench.image_size),
+        },
+        "training": {},
+        "inference": {},
+        "machine": machine(device),
+    }
     formats = list(cfg.get("channels_last") or [bool(cfg.policy.channels_last)])
     variants = choose_variants(list(cfg.precisions), formats, bool(cfg.emulated_bf16), device, results)
     for name, why in results.get("skipped", {}).items():
@@ -60,9 +75,11 @@ def main(cfg: DictConfig) -> dict:
 def _report(results: dict, path: Path) -> None:
     for name, r in results["training"].items():
         phases = " ".join(f"{k} {v:.0f}" for k, v in r["phases_ms"].items())
-        print(f"train {name:26s} {r['ms_per_step']:8.1f} ms/step  {r['samples_per_s']:7.1f} samples/s  "
-              f"{r['gflop_per_s']:8.1f} GFLOP/s of {r['matmul_gflop_per_s']:.0f} (matmul)  floor_ratio "
-              f"{r['floor_ratio']:.2f}  ({r['gflop_per_step']:.1f} GFLOP/step; ms: {phases})")
+        print(
+            f"train {name:26s} {r['ms_per_step']:8.1f} ms/step  {r['samples_per_s']:7.1f} samples/s  "
+            f"{r['gflop_per_s']:8.1f} GFLOP/s of {r['matmul_gflop_per_s']:.0f} (matmul)  floor_ratio "
+            f"{r['floor_ratio']:.2f}  ({r['gflop_per_step']:.1f} GFLOP/step; ms: {phases})"
+        )
     for p, r in results["inference"].items():
         print(f"infer {p:26s} {r['ms_per_query']:8.1f} ms/query (batch 1)")
     print(f"peak RSS {results['peak_rss_mb']:.0f} MB | metrics: {path}")

@@ -57,19 +57,25 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="scripts/check_lerobot.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="scripts/check_lerobot.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", default="outputs/check_lerobot", help="work folder (recreated)")
     parser.add_argument("--src", default=None, help="ACT HDF5 folder to take episodes from (default: record)")
     parser.add_argument("--episodes", type=int, default=3)
     parser.add_argument("--steps", type=int, default=10, help="training steps on LeRobot's dataset")
     parser.add_argument("--min-psnr", type=float, default=30.0)
-    parser.add_argument("--lerobot-python", default=os.environ.get("LEROBOT_PYTHON"),
-                        help="Python of the environment with lerobot[dataset]==0.6.1 (default: $LEROBOT_PYTHON)")
+    parser.add_argument(
+        "--lerobot-python",
+        default=os.environ.get("LEROBOT_PYTHON"),
+        help="Python of the environment with lerobot[dataset]==0.6.1 (default: $LEROBOT_PYTHON)",
+    )
     args = parser.parse_args(argv)
     if not args.lerobot_python or not Path(args.lerobot_python).is_file():
-        raise InputError("no LeRobot environment: set LEROBOT_PYTHON=<venv>/bin/python of a Python >= 3.12 venv "
-                         "with `pip install 'lerobot[dataset]==0.6.1'`")
+        raise InputError(
+            "no LeRobot environment: set LEROBOT_PYTHON=<venv>/bin/python of a Python >= 3.12 venv "
+            "with `pip install 'lerobot[dataset]==0.6.1'`"
+        )
     return args
 
 
@@ -91,21 +97,44 @@ def _prepare_source(args: argparse.Namespace, out: Path) -> Path:
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir(parents=True)
     if args.src:
-        for number, path in list_episode_files(args.src)[:args.episodes]:
+        for number, path in list_episode_files(args.src)[: args.episodes]:
             (src / path.name).symlink_to(path.resolve())
         return src
-    record(RecordSettings(task="transfer_cube", num_episodes=args.episodes, out_dir=src, cameras=("top",),
-                          image_size=(120, 160), render_quality="fast", workers=0))
+    record(
+        RecordSettings(
+            task="transfer_cube",
+            num_episodes=args.episodes,
+            out_dir=src,
+            cameras=("top",),
+            image_size=(120, 160),
+            render_quality="fast",
+            workers=0,
+        )
+    )
     return src
 
 
 def _check_training(check: _Checks, folder: Path, out: Path, image_size: tuple[int, int], steps: int) -> None:
     """``scripts/train.py experiment=smoke`` trains ``steps`` steps on LeRobot's dataset in ``folder``."""
     height, width = image_size
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "train.py"), "experiment=smoke",
-                           f"data.dataset_dir={folder}", f"task.image_size=[{height},{width}]",
-                           f"trainer.max_steps={steps}", f"out_dir={out / 'train'}", "hydra.run.dir=" +
-                           str(out / "train")], cwd=out, capture_output=True, text=True, timeout=3600)
-    check(f"scripts/train.py experiment=smoke trains {steps} steps on LeRobot's dataset",
-          proc.returncode == 0 and (out / "train" / "checkpoints" / "last.ckpt").is_file(),
-          proc.stdout.strip().splitlines()[-1] if proc.returncode == 0 else proc.stderr.strip()[-2000:])
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "train.py"),
+            "experiment=smoke",
+            f"data.dataset_dir={folder}",
+            f"task.image_size=[{height},{width}]",
+            f"trainer.max_steps={steps}",
+            f"out_dir={out / 'train'}",
+            "hydra.run.dir=" + str(out / "train"),
+        ],
+        cwd=out,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    check(
+        f"scripts/train.py experiment=smoke trains {steps} steps on LeRobot's dataset",
+        proc.returncode == 0 and (out / "train" / "checkpoints" / "last.ckpt").is_file(),
+        proc.stdout.strip().splitlines()[-1] if proc.returncode == 0 else proc.stderr.strip()[-2000:],
+    )

@@ -58,6 +58,7 @@ def hydra_main(config_name: str) -> Callable[[Callable[[Any], Any]], Callable[[]
     """``@hydra.main(config_path="../configs", config_name=..., version_base="1.3")`` whose errors in composing
     the config print one ``error:`` line with exit 2. Hydra is made to raise them (``HYDRA_FULL_ERROR=1``,
     set only until the job starts: ``run_main`` gives the user's setting back)."""
+
     def decorate(task: Callable[[Any], Any]) -> Callable[[], Any]:
         import hydra
 
@@ -78,7 +79,9 @@ def hydra_main(config_name: str) -> Callable[[Callable[[Any], Any]], Callable[[]
                     raise
                 from act.apps.hydra_errors import hydra_error_line
 
-                line = hydra_error_line(err, config_dir, config_name, [a for a in sys.argv[1:] if not a.startswith("-")])
+                line = hydra_error_line(
+                    err, config_dir, config_name, [a for a in sys.argv[1:] if not a.startswith("-")]
+                )
                 if line is None:
                     raise
                 print(f"error: {line}", file=sys.stderr)

@@ -35,16 +35,24 @@ def _settings(cfg: DictConfig) -> ConvertSettings:
     """The checked settings; a one-line ``InputError`` without src or out, or without the optional packages."""
     missing = [key for key in ("src", "out") if OmegaConf.is_missing(cfg, key)]
     if missing:
-        raise InputError(f"give {' and '.join(f'{k}=<folder>' for k in missing)}, e.g. "
-                         "src=datasets/transfer_cube out=datasets/transfer_cube_lerobot to=lerobot")
+        raise InputError(
+            f"give {' and '.join(f'{k}=<folder>' for k in missing)}, e.g. "
+            "src=datasets/transfer_cube out=datasets/transfer_cube_lerobot to=lerobot"
+        )
     try:  # the optional dependencies, asked for only here
         from act.data.convert import ConvertSettings
     except ImportError as err:
         raise InputError(f"converting needs pyarrow and av: pip install -e .[lerobot] ({err})") from None
-    return ConvertSettings(src=Path(hydra.utils.to_absolute_path(cfg.src)),
-                           out=Path(hydra.utils.to_absolute_path(cfg.out)), to=cfg.to, images=cfg.images,
-                           task=cfg.task, compression=cfg.compression, data_file_mb=int(cfg.data_file_mb),
-                           video_file_mb=int(cfg.video_file_mb))
+    return ConvertSettings(
+        src=Path(hydra.utils.to_absolute_path(cfg.src)),
+        out=Path(hydra.utils.to_absolute_path(cfg.out)),
+        to=cfg.to,
+        images=cfg.images,
+        task=cfg.task,
+        compression=cfg.compression,
+        data_file_mb=int(cfg.data_file_mb),
+        video_file_mb=int(cfg.video_file_mb),
+    )
 
 
 def _convert_with_bar(settings: ConvertSettings) -> ConvertResult:
@@ -70,5 +78,7 @@ def _report(settings: ConvertSettings, result: ConvertResult) -> None:
     for note in result.notes:
         print(f"warning: {note}", file=sys.stderr)
     images = f", {settings.images}" if settings.to == "lerobot" else ""
-    print(f"{result.episodes} episodes in {result.out} ({settings.to}{images}): {result.kept} kept from an earlier "
-          f"run + {result.converted} converted in {result.wall_time_s:.1f} s")
+    print(
+        f"{result.episodes} episodes in {result.out} ({settings.to}{images}): {result.kept} kept from an earlier "
+        f"run + {result.converted} converted in {result.wall_time_s:.1f} s"
+    )

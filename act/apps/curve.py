@@ -46,13 +46,19 @@ def main(cfg: DictConfig) -> dict:
     if marks is None:
         return {}  # DDP: every rank trained; rank 0 alone scores the marks and plots
     points = score_marks(cfg, marks, root)
-    curve = {"name": str(cfg.curve.name), "label": str(cfg.curve.label or cfg.curve.name), "plan": plan,
-             "points": points, "overrides": list(cfg.curve.get("overrides") or [])}
+    curve = {
+        "name": str(cfg.curve.name),
+        "label": str(cfg.curve.label or cfg.curve.name),
+        "plan": plan,
+        "points": points,
+        "overrides": list(cfg.curve.get("overrides") or []),
+    }
     write_json(root / "curve.json", curve)
     from act.pipeline.plot import plot_curves  # matplotlib only when plotting
 
-    png = plot_curves(sorted(Path(cfg.curve.dir).glob("*/curve.json")), Path(cfg.curve.dir) / "curves.png",
-                      title=cfg.curve.title)
+    png = plot_curves(
+        sorted(Path(cfg.curve.dir).glob("*/curve.json")), Path(cfg.curve.dir) / "curves.png", title=cfg.curve.title
+    )
     print(f"curve: {root / 'curve.json'} | figure: {png}")
     return curve
 
@@ -71,14 +77,21 @@ def plan_steps(cfg: DictConfig, plan_path: Path) -> dict:
     else:
         device = trainer_device(cfg.trainer.get("accelerator"), cfg.trainer.get("devices"))
         precision = resolve_precision(str(cfg.trainer.precision), device).precision
-        step_s = time_training_step(build_probe_module(cfg), int(cfg.data.batch_size), precision, repeats=8,
-                                    device=device)
+        step_s = time_training_step(
+            build_probe_module(cfg), int(cfg.data.batch_size), precision, repeats=8, device=device
+        )
         steps = steps_within(60.0 * float(cfg.curve.train_min), step_s)
-        plan = {"max_steps": steps, "step_s": step_s, "train_min": float(cfg.curve.train_min),
-                "timed_on": f"{device}, {precision}"}
+        plan = {
+            "max_steps": steps,
+            "step_s": step_s,
+            "train_min": float(cfg.curve.train_min),
+            "timed_on": f"{device}, {precision}",
+        }
     if plan["max_steps"] <= int(cfg.policy.lr_warmup_steps):
-        raise ConfigError(f"{plan['max_steps']} steps fit in curve.train_min={cfg.curve.train_min}: fewer than the "
-                          f"warm-up ({cfg.policy.lr_warmup_steps}); give more minutes")
+        raise ConfigError(
+            f"{plan['max_steps']} steps fit in curve.train_min={cfg.curve.train_min}: fewer than the "
+            f"warm-up ({cfg.policy.lr_warmup_steps}); give more minutes"
+        )
     write_json(plan_path, plan)
     return plan
 
@@ -89,16 +102,22 @@ def train_with_marks(cfg: DictConfig, plan: dict) -> dict | None:
     ckpt_dir = Path(cfg.out_dir) / "checkpoints"
     with open_dict(cfg):
         cfg.trainer.max_steps = plan["max_steps"]
-        cfg.callbacks.marks = {"_target_": "act.training.marks.WallClockCheckpoints",
-                               "marks_min": list(cfg.curve.marks_min), "dirpath": str(ckpt_dir),
-                               "step_s": cfg.curve.step_s}
+        cfg.callbacks.marks = {
+            "_target_": "act.training.marks.WallClockCheckpoints",
+            "marks_min": list(cfg.curve.marks_min),
+            "dirpath": str(ckpt_dir),
+            "step_s": cfg.curve.step_s,
+        }
     marks_path = ckpt_dir / "marks.json"
     marks = json.loads(marks_path.read_text()) if marks_path.is_file() else {}
     if marks.get("final"):
         return marks
-    print(f"[1/2] training {cfg.curve.name}: {plan['max_steps']} steps"
-          + (f" (~{plan['train_min']:g} min at {1000 * plan['step_s']:.0f} ms/step)"
-             if plan["train_min"] else "") + f" -> {cfg.out_dir}", flush=True)
+    print(
+        f"[1/2] training {cfg.curve.name}: {plan['max_steps']} steps"
+        + (f" (~{plan['train_min']:g} min at {1000 * plan['step_s']:.0f} ms/step)" if plan["train_min"] else "")
+        + f" -> {cfg.out_dir}",
+        flush=True,
+    )
     start = time.perf_counter()
     train(cfg)
     if not is_rank_zero():
@@ -112,15 +131,26 @@ def score_marks(cfg: DictConfig, marks: dict, root: Path) -> list[dict]:
     ckpt_dir = Path(cfg.out_dir) / "checkpoints"
     points = [dict(m, ckpt=str(ckpt_dir / mark_name(m["minute"]))) for m in marks["marks"]]
     final = marks["final"]
-    points.append({"minute": final["elapsed_s"] / 60.0, "step": final["step"], "elapsed_s": final["elapsed_s"],
-                   "ckpt": str(ckpt_dir / "last.ckpt"), "final": True})
+    points.append(
+        {
+            "minute": final["elapsed_s"] / 60.0,
+            "step": final["step"],
+            "elapsed_s": final["elapsed_s"],
+            "ckpt": str(ckpt_dir / "last.ckpt"),
+            "final": True,
+        }
+    )
     print(f"[2/2] scoring {len(points)} checkpoints on the tuning seeds", flush=True)
     for point in points:
         name = "final" if point.get("final") else f"minute{point['minute']:g}"
         metrics = score(cfg, Path(point["ckpt"]), root / "eval" / name)
-        point.update(success_rate=metrics["success_rate"], ci95=metrics["success_rate_ci95"],
-                     successes=metrics["successes"], num_episodes=metrics["num_episodes"],
-                     stage_rates=metrics["stage_rates"])
+        point.update(
+            success_rate=metrics["success_rate"],
+            ci95=metrics["success_rate_ci95"],
+            successes=metrics["successes"],
+            num_episodes=metrics["num_episodes"],
+            stage_rates=metrics["stage_rates"],
+        )
     return points
 
 
@@ -130,11 +160,17 @@ def score(cfg: DictConfig, ckpt: Path, out_dir: Path) -> dict:
     if metrics_path.is_file():
         return json.loads(metrics_path.read_text())
     eval_cfg = hydra.compose(config_name="eval")
-    eval_cfg = OmegaConf.merge(eval_cfg, {"execution": cfg.execution}, cfg.curve.eval,
-                               {"ckpt_path": str(ckpt), "out_dir": str(out_dir), "logger": {"wandb": False}})
+    eval_cfg = OmegaConf.merge(
+        eval_cfg,
+        {"execution": cfg.execution},
+        cfg.curve.eval,
+        {"ckpt_path": str(ckpt), "out_dir": str(out_dir), "logger": {"wandb": False}},
+    )
     if int(eval_cfg.seed) < TUNING_SEED:
-        raise ConfigError(f"curve.eval.seed={eval_cfg.seed}: learning curves choose recipes, so they score on the "
-                          f"tuning seeds {TUNING_SEED}.. (held-out results use 100000..)")
+        raise ConfigError(
+            f"curve.eval.seed={eval_cfg.seed}: learning curves choose recipes, so they score on the "
+            f"tuning seeds {TUNING_SEED}.. (held-out results use 100000..)"
+        )
     spec, described = build_spec(eval_cfg)
     metrics, _ = evaluate_and_save(eval_cfg, spec, described)
     print(f"      {ckpt.name}: {summary_line(metrics)}", flush=True)

@@ -36,7 +36,7 @@ from act.apps.train import build_probe_module, train
 from act.common.checks import check_setting
 from act.common.io import write_json
 from act.common.video import filmstrip
-from act.data.record import RecordResult, RecordSettings, recording_summary, rate_note, record_with_bar
+from act.data.record import RecordResult, RecordSettings, rate_note, record_with_bar, recording_summary
 from act.envs import make_env
 from act.envs.constants import EPISODE_LEN
 from act.eval.harness import previous_metrics, summary_line
@@ -44,8 +44,14 @@ from act.pipeline.demo_budget import END_MARGIN_S, expected_success, fit_to_budg
 from act.pipeline.plot import plot_run
 from act.runtime.execution import ExecutionConfig
 from act.runtime.precision import device_type_of, resolve_precision
-from act.training.budget import (StageEstimate, estimate_evaluation, estimate_training, minutes, time_training_step,
-                                 time_training_steps)
+from act.training.budget import (
+    StageEstimate,
+    estimate_evaluation,
+    estimate_training,
+    minutes,
+    time_training_step,
+    time_training_steps,
+)
 from act.training.resume import checkpoint_step, resume_checkpoint
 from act.training.run import ConfigError, is_rank_zero
 
@@ -82,8 +88,9 @@ def check_demo_settings(cfg: DictConfig) -> DictConfig:
     """The ``demo:`` block, complete and consistent (eval seeds disjoint from every demo seed)."""
     demo = cfg.get("demo")
     if demo is None:
-        raise ConfigError("this config has no `demo:` block; use an experiment that defines one "
-                          "(experiment=cpu_quickstart or paper)")
+        raise ConfigError(
+            "this config has no `demo:` block; use an experiment that defines one (experiment=cpu_quickstart or paper)"
+        )
     missing = [k for k in DEMO_KEYS if k not in demo]
     if missing:
         raise ConfigError(f"demo.{missing[0]} is missing (the demo block needs: {', '.join(DEMO_KEYS)})")
@@ -95,8 +102,9 @@ def check_demo_settings(cfg: DictConfig) -> DictConfig:
             raise ConfigError(f"demo.{key} must be positive minutes or null, got {demo[key]}")
     floor, ceiling = demo.get("steps_floor"), demo.get("steps_ceiling")
     if floor is not None and ceiling is not None and not 0 < int(floor) <= int(ceiling):
-        raise ConfigError(f"demo.steps_floor ({floor}) and demo.steps_ceiling ({ceiling}) must satisfy "
-                          "0 < floor <= ceiling")
+        raise ConfigError(
+            f"demo.steps_floor ({floor}) and demo.steps_ceiling ({ceiling}) must satisfy 0 < floor <= ceiling"
+        )
     return demo
 
 
@@ -108,17 +116,22 @@ def evaluation_config(cfg: DictConfig, demo: DictConfig, out_dir: Path) -> DictC
     unknown = sorted(set(demo.eval) - set(eval_cfg))
     if unknown:
         raise ConfigError(f"demo.eval.{unknown[0]} is not an eval.py setting (configs/eval.yaml); remove it")
-    eval_cfg = OmegaConf.merge(eval_cfg, {"execution": cfg.execution}, demo.eval,
-                               {"out_dir": str(out_dir),
-                                "logger": {"wandb": "wandb" in (cfg.get("logger") or {})}})
+    eval_cfg = OmegaConf.merge(
+        eval_cfg,
+        {"execution": cfg.execution},
+        demo.eval,
+        {"out_dir": str(out_dir), "logger": {"wandb": "wandb" in (cfg.get("logger") or {})}},
+    )
     if int(eval_cfg.num_episodes) <= 0:
         raise ConfigError(f"demo.eval.num_episodes must be positive, got {eval_cfg.num_episodes}")
     # The recorder tries at most 2 * num_demos + 20 seeds from demo_seed on.
     demo_lo, demo_hi = int(demo.demo_seed), int(demo.demo_seed) + 2 * int(demo.num_demos) + 20
     eval_lo, eval_hi = int(eval_cfg.seed), int(eval_cfg.seed) + int(eval_cfg.num_episodes)
     if eval_lo < demo_hi and demo_lo < eval_hi:
-        raise ConfigError(f"evaluation seeds {eval_lo}-{eval_hi - 1} may overlap the demo seeds {demo_lo}-"
-                          f"{demo_hi - 1}; move demo.eval.seed (e.g. to 100000)")
+        raise ConfigError(
+            f"evaluation seeds {eval_lo}-{eval_hi - 1} may overlap the demo seeds {demo_lo}-"
+            f"{demo_hi - 1}; move demo.eval.seed (e.g. to 100000)"
+        )
     return eval_cfg
 
 
@@ -130,20 +143,30 @@ def explicit_overrides() -> list[str]:
 
 
 # -- 1. demonstrations --------------------------------------------------------------------------
-def record_demonstrations(cfg: DictConfig, demo: DictConfig, expert,
-                          times: dict) -> tuple[RecordSettings, RecordResult]:
+def record_demonstrations(
+    cfg: DictConfig, demo: DictConfig, expert, times: dict
+) -> tuple[RecordSettings, RecordResult]:
     """Keeps the valid episodes already in ``data.dataset_dir``, records the rest (a folder of another
     expert's demos is refused)."""
     print(f"[1/4] demonstrations: {demo.num_demos} {expert.name} {cfg.task.name} episodes -> {cfg.data.dataset_dir}")
     start = time.perf_counter()
-    settings = RecordSettings(task=cfg.task.name, num_episodes=int(demo.num_demos), out_dir=Path(cfg.data.dataset_dir),
-                              cameras=tuple(cfg.task.cameras), image_size=tuple(cfg.task.image_size),
-                              render_quality=cfg.task.render_quality, workers=int(demo.record_workers),
-                              seed=int(demo.demo_seed), expert=expert)
+    settings = RecordSettings(
+        task=cfg.task.name,
+        num_episodes=int(demo.num_demos),
+        out_dir=Path(cfg.data.dataset_dir),
+        cameras=tuple(cfg.task.cameras),
+        image_size=tuple(cfg.task.image_size),
+        render_quality=cfg.task.render_quality,
+        workers=int(demo.record_workers),
+        seed=int(demo.demo_seed),
+        expert=expert,
+    )
     recorded = record_with_bar(settings)
     times["record"] = time.perf_counter() - start
-    print(f"      {recorded.kept} kept + {recorded.recorded} recorded in {minutes(times['record'])}"
-          f"{rate_note(settings, recorded)}")
+    print(
+        f"      {recorded.kept} kept + {recorded.recorded} recorded in {minutes(times['record'])}"
+        f"{rate_note(settings, recorded)}"
+    )
     return settings, recorded
 
 
@@ -194,8 +217,11 @@ def plan_stages(cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig, done: i
         plan["channels_last"] = bool(cfg.policy.channels_last)
         write_json(plan_path, {k: v for k, v in plan.items() if k != "planned_s"})
     steps_left = max(0, plan["max_steps"] - done)
-    estimates = [estimate_training(module, int(cfg.data.batch_size), steps_left, train_precision, step_s=step_s),
-                 evaluation] if steps_left else [evaluation]
+    estimates = (
+        [estimate_training(module, int(cfg.data.batch_size), steps_left, train_precision, step_s=step_s), evaluation]
+        if steps_left
+        else [evaluation]
+    )
     print_plan(demo, plan, layout, estimates)
     return {**plan, "planned_s": {e.stage: e.seconds for e in estimates}}
 
@@ -224,11 +250,24 @@ def time_evaluation(cfg: DictConfig, eval_cfg: DictConfig, module) -> StageEstim
     execution = ExecutionConfig.from_cfg(eval_cfg.execution)
     query_every = execution.schedule(int(cfg.policy.model.chunk_size)).n_action_steps
     episode_len = int(eval_cfg.episode_len or EPISODE_LEN)
-    env = make_env(cfg.task.name, "joint", cameras=list(cfg.task.cameras), image_size=tuple(cfg.task.image_size),
-                   render_quality=cfg.task.render_quality, episode_len=episode_len)
-    return estimate_evaluation(module, resolve_precision(str(execution.precision), "cpu").precision, env,
-                               int(eval_cfg.num_episodes), episode_len, query_every,
-                               int(eval_cfg.batch_envs), int(eval_cfg.workers))
+    env = make_env(
+        cfg.task.name,
+        "joint",
+        cameras=list(cfg.task.cameras),
+        image_size=tuple(cfg.task.image_size),
+        render_quality=cfg.task.render_quality,
+        episode_len=episode_len,
+    )
+    return estimate_evaluation(
+        module,
+        resolve_precision(str(execution.precision), "cpu").precision,
+        env,
+        int(eval_cfg.num_episodes),
+        episode_len,
+        query_every,
+        int(eval_cfg.batch_envs),
+        int(eval_cfg.workers),
+    )
 
 
 def choose_steps(cfg: DictConfig, demo: DictConfig, step_s: float, eval_s: float, plan_path: Path) -> dict:
@@ -247,8 +286,10 @@ def choose_steps(cfg: DictConfig, demo: DictConfig, step_s: float, eval_s: float
     elif demo.get("budget_min"):
         spent = seconds_since_start()
         train_s = 60.0 * float(demo.budget_min) - spent - eval_s - END_MARGIN_S
-        why = (f"fits demo.budget_min={demo.budget_min}: {minutes(spent)} spent, evaluation ~{minutes(eval_s)}, "
-               f"{minutes(END_MARGIN_S)} margin")
+        why = (
+            f"fits demo.budget_min={demo.budget_min}: {minutes(spent)} spent, evaluation ~{minutes(eval_s)}, "
+            f"{minutes(END_MARGIN_S)} margin"
+        )
     else:
         return {"max_steps": given, "why": "the experiment's trainer.max_steps (no demo budget)"}
     plan = fitted_plan(train_s, step_s, why, demo.get("steps_floor"), demo.get("steps_ceiling"))
@@ -272,8 +313,10 @@ def print_plan(demo: DictConfig, plan: dict, layout: str | None, estimates: list
         line += f" ({minutes(since_make)} since `make demo` started)"
         budget = demo.get("budget_min")
         if budget and since_make > 60 * float(budget):
-            line += (f"\n        note: over this quickstart's {budget}-minute budget on this CPU (demo.steps_floor="
-                     f"{demo.get('steps_floor')}); docs/results.md gives the time and success per CPU class")
+            line += (
+                f"\n        note: over this quickstart's {budget}-minute budget on this CPU (demo.steps_floor="
+                f"{demo.get('steps_floor')}); docs/results.md gives the time and success per CPU class"
+            )
     expected = expected_success(demo, plan["max_steps"])
     if expected:
         line += f"\n        {expected}"
@@ -304,16 +347,24 @@ def evaluate_checkpoint(eval_cfg: DictConfig, trained: Trained, eval_dir: Path, 
         print(f"[3/4] evaluation: already done for this checkpoint ({metrics_path}); not repeated")
         metrics = previous
     else:
-        print(f"[3/4] evaluation: {len(spec.seeds)} episodes, seeds {spec.seeds[0]}-{spec.seeds[-1]}, "
-              f"{described['execution']} -> {eval_dir}")
+        print(
+            f"[3/4] evaluation: {len(spec.seeds)} episodes, seeds {spec.seeds[0]}-{spec.seeds[-1]}, "
+            f"{described['execution']} -> {eval_dir}"
+        )
         metrics, _ = evaluate_and_save(eval_cfg, spec, described)
     times["eval"] = time.perf_counter() - start
     return metrics
 
 
 # -- 4. plot and summary ------------------------------------------------------------------------
-def summarise(cfg: DictConfig, demo: DictConfig, recording: tuple[RecordSettings, RecordResult], trained: Trained,
-              metrics: dict, times: dict) -> dict:
+def summarise(
+    cfg: DictConfig,
+    demo: DictConfig,
+    recording: tuple[RecordSettings, RecordResult],
+    trained: Trained,
+    metrics: dict,
+    times: dict,
+) -> dict:
     """The training curves with the success, a filmstrip of the first video, ``<demo.dir>/summary.json``
     and its printout; returns the summary."""
     print("[4/4] plot and summary")
@@ -321,20 +372,36 @@ def summarise(cfg: DictConfig, demo: DictConfig, recording: tuple[RecordSettings
     csv_logs = sorted((Path(cfg.out_dir) / "csv").glob("**/metrics.csv"))
     plot = None
     if csv_logs:
-        plot = plot_run(csv_logs[-1], metrics, root / "curves.png",
-                        title=f"ACT {cfg.task.name}: {trained.step} steps, {demo.num_demos} demos, "
-                              f"{cfg.task.image_size[0]}x{cfg.task.image_size[1]}")
+        plot = plot_run(
+            csv_logs[-1],
+            metrics,
+            root / "curves.png",
+            title=f"ACT {cfg.task.name}: {trained.step} steps, {demo.num_demos} demos, "
+            f"{cfg.task.image_size[0]}x{cfg.task.image_size[1]}",
+        )
     strip = filmstrip(metrics["videos"][0], root / "filmstrip.png") if metrics.get("videos") else None
     total_since_make = seconds_since_start() if os.environ.get("DEMO_START") else None
-    summary = {"task": cfg.task.name, "success_rate": metrics["success_rate"],
-               "success_rate_ci95": metrics["success_rate_ci95"], "successes": metrics["successes"],
-               "num_episodes": metrics["num_episodes"], "stage_rates": metrics["stage_rates"],
-               "wall_time_s": times, "wall_time_since_make_s": total_since_make,
-               "planned_s": trained.plan["planned_s"], "max_steps": int(trained.plan["max_steps"]),
-               "steps_why": trained.plan["why"], "train_steps": trained.step, "train_metrics": trained.metrics,
-               "checkpoint": str(trained.ckpt), "metrics": str(root / "eval" / "metrics.json"),
-               "videos": metrics.get("videos", []), "plot": str(plot) if plot else None,
-               "filmstrip": str(strip) if strip else None, "recording": recording_summary(*recording)}
+    summary = {
+        "task": cfg.task.name,
+        "success_rate": metrics["success_rate"],
+        "success_rate_ci95": metrics["success_rate_ci95"],
+        "successes": metrics["successes"],
+        "num_episodes": metrics["num_episodes"],
+        "stage_rates": metrics["stage_rates"],
+        "wall_time_s": times,
+        "wall_time_since_make_s": total_since_make,
+        "planned_s": trained.plan["planned_s"],
+        "max_steps": int(trained.plan["max_steps"]),
+        "steps_why": trained.plan["why"],
+        "train_steps": trained.step,
+        "train_metrics": trained.metrics,
+        "checkpoint": str(trained.ckpt),
+        "metrics": str(root / "eval" / "metrics.json"),
+        "videos": metrics.get("videos", []),
+        "plot": str(plot) if plot else None,
+        "filmstrip": str(strip) if strip else None,
+        "recording": recording_summary(*recording),
+    }
     write_json(root / "summary.json", summary)
     print_summary(summary, metrics, csv_logs[-1] if csv_logs else None, root / "summary.json")
     return summary
@@ -345,11 +412,15 @@ def print_summary(summary: dict, metrics: dict, train_log: Path | None, path: Pa
     times, since_make = summary["wall_time_s"], summary["wall_time_since_make_s"]
     print("\n" + "=" * 100)
     print(summary_line(metrics))
-    print(f"wall time: record {minutes(times['record'])} | train {minutes(times['train'])} | "
-          f"eval {minutes(times['eval'])}" + (f" | total since `make demo` {minutes(since_make)}"
-                                              if since_make is not None else ""))
+    print(
+        f"wall time: record {minutes(times['record'])} | train {minutes(times['train'])} | "
+        f"eval {minutes(times['eval'])}"
+        + (f" | total since `make demo` {minutes(since_make)}" if since_make is not None else "")
+    )
     print(f"checkpoint: {summary['checkpoint']}\nmetrics:    {summary['metrics']}\ntrain log:  {train_log or '-'}")
-    print(f"plot:       {summary['plot']}\nfilmstrip:  {summary['filmstrip'] or '-'}\n"
-          f"videos:     {', '.join(summary['videos']) or '-'}")
+    print(
+        f"plot:       {summary['plot']}\nfilmstrip:  {summary['filmstrip'] or '-'}\n"
+        f"videos:     {', '.join(summary['videos']) or '-'}"
+    )
     print(f"summary:    {path}")
     print("=" * 100)

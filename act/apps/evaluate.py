@@ -28,8 +28,15 @@ from act.envs.constants import CAMERAS, TASKS
 from act.envs.factory import validate_image_size
 from act.eval.backends import BACKENDS
 from act.eval.expert import ScriptedReplayPolicy
-from act.eval.harness import (check_backend, check_latency, evaluate_with_bar, latency_ticks, log_to_wandb,
-                              measure_latency_ms, summary_line)
+from act.eval.harness import (
+    check_backend,
+    check_latency,
+    evaluate_with_bar,
+    latency_ticks,
+    log_to_wandb,
+    measure_latency_ms,
+    summary_line,
+)
 from act.eval.rollout import EvalSpec
 from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
@@ -66,13 +73,30 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
     video_size = check_settings(cfg)
     policy = expert_policy(cfg) if cfg.get("expert") else checkpoint_policy(cfg)
     seeds = tuple(int(cfg.seed) + i for i in range(int(cfg.num_episodes)))
-    spec = EvalSpec(make_policy=policy.make_policy, task=policy.task, cameras=policy.cameras,
-                    image_size=policy.image_size, render_quality=policy.render_quality, backend=cfg.env.backend,
-                    episode_len=cfg.episode_len, seeds=seeds, num_videos=int(cfg.num_videos),
-                    video_dir=str(Path(cfg.out_dir)), video_camera=cfg.video_camera, video_size=video_size,
-                    workers=int(cfg.workers), batch_envs=int(cfg.get("batch_envs", 1)))
-    described = {**policy.described, "task": policy.task, "backend": cfg.env.backend,
-                 "render_quality": policy.render_quality, "seeds": [seeds[0], seeds[-1]], "batch_envs": spec.batch_envs}
+    spec = EvalSpec(
+        make_policy=policy.make_policy,
+        task=policy.task,
+        cameras=policy.cameras,
+        image_size=policy.image_size,
+        render_quality=policy.render_quality,
+        backend=cfg.env.backend,
+        episode_len=cfg.episode_len,
+        seeds=seeds,
+        num_videos=int(cfg.num_videos),
+        video_dir=str(Path(cfg.out_dir)),
+        video_camera=cfg.video_camera,
+        video_size=video_size,
+        workers=int(cfg.workers),
+        batch_envs=int(cfg.get("batch_envs", 1)),
+    )
+    described = {
+        **policy.described,
+        "task": policy.task,
+        "backend": cfg.env.backend,
+        "render_quality": policy.render_quality,
+        "seeds": [seeds[0], seeds[-1]],
+        "batch_envs": spec.batch_envs,
+    }
     return spec, described
 
 
@@ -101,9 +125,14 @@ def expert_policy(cfg: DictConfig) -> PolicyUnderTest:
     if task not in TASKS:
         raise InputError(f"expert=... needs task=<{'|'.join(TASKS)}>, got {task!r}")
     expert = expert_from_cfg(cfg.expert)
-    return PolicyUnderTest(make_policy=functools.partial(ScriptedReplayPolicy, task, expert), task=task, cameras=(),
-                           image_size=(480, 640), render_quality=cfg.render_quality or "fast",
-                           described={"policy": f"{expert.name} expert (joint replay)"})
+    return PolicyUnderTest(
+        make_policy=functools.partial(ScriptedReplayPolicy, task, expert),
+        task=task,
+        cameras=(),
+        image_size=(480, 640),
+        render_quality=cfg.render_quality or "fast",
+        described={"policy": f"{expert.name} expert (joint replay)"},
+    )
 
 
 def checkpoint_policy(cfg: DictConfig) -> PolicyUnderTest:
@@ -119,12 +148,26 @@ def checkpoint_policy(cfg: DictConfig) -> PolicyUnderTest:
     settings = replace(settings, latency_ticks=latency_ticks(latency["latency_ms"]))
     probe.latency_ticks = settings.latency_ticks  # for its description; the workers build their own
     cameras, image_size = tuple(probe.camera_names), tuple(probe.image_size)
-    described = {"policy": str(path), "format": probe.predictor.format, "trained_on": probe.task,
-                 "chunk_size": probe.chunk_size, "cameras": list(cameras), "image_size": list(image_size),
-                 "execution": probe.execution, **asdict(settings), "device": device, **latency}
-    return PolicyUnderTest(make_policy=functools.partial(ACTPolicy.load, str(path), device, **asdict(settings)),
-                           task=task, cameras=cameras, image_size=image_size,
-                           render_quality=cfg.render_quality or probe.render_quality or "paper", described=described)
+    described = {
+        "policy": str(path),
+        "format": probe.predictor.format,
+        "trained_on": probe.task,
+        "chunk_size": probe.chunk_size,
+        "cameras": list(cameras),
+        "image_size": list(image_size),
+        "execution": probe.execution,
+        **asdict(settings),
+        "device": device,
+        **latency,
+    }
+    return PolicyUnderTest(
+        make_policy=functools.partial(ACTPolicy.load, str(path), device, **asdict(settings)),
+        task=task,
+        cameras=cameras,
+        image_size=image_size,
+        render_quality=cfg.render_quality or probe.render_quality or "paper",
+        described=described,
+    )
 
 
 def checkpoint_path(ckpt_path) -> Path:
@@ -153,8 +196,10 @@ def task_to_evaluate(cfg: DictConfig, path: Path, trained_on: str | None) -> str
     """The policy's own task, or ``task=`` where given (another than its own only with allow_task_mismatch)."""
     chosen = cfg.task.name if cfg.get("task") else None
     if chosen and trained_on and chosen != trained_on and not cfg.get("allow_task_mismatch", False):
-        raise InputError(f"task={chosen} but {path} was trained on {trained_on}: drop task= to evaluate it "
-                         f"on {trained_on}, or add allow_task_mismatch=true to evaluate it on {chosen} anyway")
+        raise InputError(
+            f"task={chosen} but {path} was trained on {trained_on}: drop task= to evaluate it "
+            f"on {trained_on}, or add allow_task_mismatch=true to evaluate it on {chosen} anyway"
+        )
     task = chosen or trained_on
     check_setting("task", task, TASKS)
     return task

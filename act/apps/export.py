@@ -13,11 +13,11 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from act.model.checkpoint import load_network
-from act.runtime.export import EXPORT_FORMATS, SUFFIXES, action_difference, export
 from act.common.checks import check_setting
 from act.common.errors import InputError, MissingFileError
 from act.common.io import unwritable_reason
+from act.model.checkpoint import load_network
+from act.runtime.export import EXPORT_FORMATS, SUFFIXES, action_difference, export
 
 
 def main(cfg: DictConfig) -> Path:
@@ -26,11 +26,12 @@ def main(cfg: DictConfig) -> Path:
     ckpt, out = check_export(cfg)
     net = load_network(ckpt)  # "<path> is not a readable checkpoint" otherwise
     export(net, out, cfg.format)
-    print(f"exported {ckpt} -> {out} ({cfg.format}, {out.stat().st_size / 2**20:.1f} MiB): cameras "
-          f"{net.camera_names}, image {net.image_size[0]}x{net.image_size[1]}, chunk {net.chunk_size}, task {net.task}")
+    print(
+        f"exported {ckpt} -> {out} ({cfg.format}, {out.stat().st_size / 2**20:.1f} MiB): cameras "
+        f"{net.camera_names}, image {net.image_size[0]}x{net.image_size[1]}, chunk {net.chunk_size}, task {net.task}"
+    )
     if cfg.verify:
-        print(f"max |action difference| against eager fp32 on a random observation: "
-              f"{action_difference(ckpt, out):.2e}")
+        print(f"max |action difference| against eager fp32 on a random observation: {action_difference(ckpt, out):.2e}")
     return out
 
 

@@ -34,10 +34,12 @@ def main(cfg: DictConfig) -> dict:
     report = new_report(require_cuda())
     out = Path(cfg.out_dir)
     clock = Clock(60.0 * cfg.budget_min)
-    stages = {"cuda_tests": lambda: cuda_tests(out, min(cfg.tests_s, clock.left())),
-              "speed": lambda: speed(out, clock, list(cfg.precisions), cfg.speed_steps, cfg.speed_s),
-              "paper": lambda: paper_run(out, cfg.paper_steps, min(cfg.paper_s, clock.left())),
-              "quickstart": lambda: _quickstart(cfg, out, clock, report["stages"].get("speed", {}))}
+    stages = {
+        "cuda_tests": lambda: cuda_tests(out, min(cfg.tests_s, clock.left())),
+        "speed": lambda: speed(out, clock, list(cfg.precisions), cfg.speed_steps, cfg.speed_s),
+        "paper": lambda: paper_run(out, cfg.paper_steps, min(cfg.paper_s, clock.left())),
+        "quickstart": lambda: _quickstart(cfg, out, clock, report["stages"].get("speed", {})),
+    }
     for name, stage in stages.items():
         if name not in cfg.stages:
             continue

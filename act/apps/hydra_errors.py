@@ -82,8 +82,12 @@ def hydra_error_line(err: Exception, config_dir: Path, config_name: str, overrid
 
     if isinstance(err, OverrideParseException):
         return f"cannot read the override {err.override!r}: {one_line(err.message).split(' See ')[0]}; see {GRAMMAR}"
-    if isinstance(err, MissingConfigException) and err.missing_cfg_file and "/" in err.missing_cfg_file \
-            and err.options is not None:
+    if (
+        isinstance(err, MissingConfigException)
+        and err.missing_cfg_file
+        and "/" in err.missing_cfg_file
+        and err.options is not None
+    ):
         return unknown_option(err.missing_cfg_file, list(err.options))
     missing = getattr(err.__cause__, "full_key", None) or _overridden(str(err))
     if isinstance(err, ConfigCompositionException) and missing:

@@ -31,8 +31,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="scripts/inspect_dataset.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="scripts/inspect_dataset.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("summary", help="table of episodes, lengths, cameras, success, sizes, action ranges")
     sub.add_parser("validate", help="check every file against the schema; exit 1 on any problem")

@@ -38,8 +38,13 @@ def main(cfg: DictConfig) -> list[dict]:
         rows.append(row(name, latency, metrics, zero.get(name)))
         print(f"{name} at {latency:g} ms: success {metrics['success_rate']:.2f}")
     write_json(out_dir / "table.json", rows)
-    text = latency_markdown(rows, list(cfg.modes), list(cfg.latencies_ms),
-                            range(int(cfg.seed), int(cfg.seed) + int(cfg.num_episodes)), cfg.ckpt_path)
+    text = latency_markdown(
+        rows,
+        list(cfg.modes),
+        list(cfg.latencies_ms),
+        range(int(cfg.seed), int(cfg.seed) + int(cfg.num_episodes)),
+        cfg.ckpt_path,
+    )
     with atomic_path(out_dir / "table.md") as tmp:
         tmp.write_text(text)
     print(text)
@@ -58,9 +63,19 @@ def table_cells(cfg: DictConfig) -> list[tuple[str, float]]:
 def cell_config(cfg: DictConfig, mode: str, latency_ms: float, out: Path) -> DictConfig:
     """eval.yaml's defaults with this cell's settings: the table's execution, changed by ``mode``. No task:
     eval.yaml's ``task: null`` group evaluates on the checkpoint's (and leaves no ``task`` key to set)."""
-    cell = {"ckpt_path": cfg.ckpt_path, "num_episodes": cfg.num_episodes, "seed": cfg.seed,
-            "workers": cfg.workers, "batch_envs": cfg.batch_envs, "device": cfg.device, "num_videos": 0,
-            "latency_ms": latency_ms, "out_dir": str(out), "logger": {"wandb": False}, "execution": cfg.execution}
+    cell = {
+        "ckpt_path": cfg.ckpt_path,
+        "num_episodes": cfg.num_episodes,
+        "seed": cfg.seed,
+        "workers": cfg.workers,
+        "batch_envs": cfg.batch_envs,
+        "device": cfg.device,
+        "num_videos": 0,
+        "latency_ms": latency_ms,
+        "out_dir": str(out),
+        "logger": {"wandb": False},
+        "execution": cfg.execution,
+    }
     return OmegaConf.merge(hydra.compose(config_name="eval"), cell, {"execution": cfg.modes[mode]})
 
 

@@ -18,6 +18,10 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from act.common.aloha import FPS
+from act.common.checks import check_setting
+from act.common.errors import InputError, MissingFileError, RunStopped
+from act.common.io import write_json
 from act.data.schema import episode_path
 from act.runtime.deployment import ROBOTS, check_record_dir, load_driver
 from act.runtime.execution import ExecutionConfig
@@ -27,10 +31,6 @@ from act.runtime.realtime import Inference, RealtimeResult, run_robot_episode, s
 from act.runtime.recording import EpisodeRecording
 from act.runtime.robot import AlohaRobot, SimRobot
 from act.runtime.safety import SafetyLimits
-from act.common.aloha import FPS
-from act.common.checks import check_setting
-from act.common.errors import InputError, MissingFileError, RunStopped
-from act.common.io import write_json
 
 
 def main(cfg: DictConfig) -> dict:
@@ -97,8 +97,9 @@ def build_robot(cfg: DictConfig, policy: ACTPolicy):
 
 
 # -- the episodes ------------------------------------------------------------------------------------
-def run_robot_episodes(cfg: DictConfig, policy: ACTPolicy, robot, ticks: int, safety: SafetyLimits,
-                       next_record: int | None) -> tuple[list[RealtimeResult], dict[int, str], bool]:
+def run_robot_episodes(
+    cfg: DictConfig, policy: ACTPolicy, robot, ticks: int, safety: SafetyLimits, next_record: int | None
+) -> tuple[list[RealtimeResult], dict[int, str], bool]:
     """Up to ``cfg.num_episodes`` episodes (seeds ``cfg.seed`` on), each written into ``record_dir`` as
     episode ``next_record`` on (None: not recording); a stop ends the run: someone looks at the robot before
     the next episode. Returns the results, episode -> its recorded file, and whether Ctrl-C ended the run."""
@@ -116,8 +117,10 @@ def run_robot_episodes(cfg: DictConfig, policy: ACTPolicy, robot, ticks: int, sa
             if recording is not None and len(recording):
                 path = episode_path(cfg.record_dir, next_record + len(records))
                 records[i] = write_recording(cfg, policy, safety, recording, result, seed, path)
-            bar.set_postfix(missed=sum(r.missed_ticks for r in results),
-                            success=f"{sum(bool(r.success) for r in results)}/{len(results)}")
+            bar.set_postfix(
+                missed=sum(r.missed_ticks for r in results),
+                success=f"{sum(bool(r.success) for r in results)}/{len(results)}",
+            )
             if result.stopped is not None:
                 break
     except KeyboardInterrupt:  # between episodes: the episodes done are reported
@@ -128,37 +131,83 @@ def run_robot_episodes(cfg: DictConfig, policy: ACTPolicy, robot, ticks: int, sa
     return results, records, interrupted
 
 
-def write_recording(cfg: DictConfig, policy: ACTPolicy, safety: SafetyLimits, recording: EpisodeRecording,
-                    result: RealtimeResult, seed: int, path: Path) -> str:
+def write_recording(
+    cfg: DictConfig,
+    policy: ACTPolicy,
+    safety: SafetyLimits,
+    recording: EpisodeRecording,
+    result: RealtimeResult,
+    seed: int,
+    path: Path,
+) -> str:
     """The episode as it was played, with what ran it and how it ended, at ``path``."""
-    attrs = {"task": policy.task, "seed": seed, "fps": FPS, "success": result.success,
-             "max_reward": result.max_reward, "robot": cfg.robot, "policy": str(cfg.ckpt_path),
-             "execution": policy.execution, "safety_mode": safety.mode, "stopped": result.stopped,
-             "source": "run_realtime"}
+    attrs = {
+        "task": policy.task,
+        "seed": seed,
+        "fps": FPS,
+        "success": result.success,
+        "max_reward": result.max_reward,
+        "robot": cfg.robot,
+        "policy": str(cfg.ckpt_path),
+        "execution": policy.execution,
+        "safety_mode": safety.mode,
+        "stopped": result.stopped,
+        "source": "run_realtime",
+    }
     return str(recording.write(path, attrs, sim=cfg.robot == "sim"))
 
 
 # -- the report --------------------------------------------------------------------------------------
-def realtime_metrics(cfg: DictConfig, policy: ACTPolicy, safety: SafetyLimits, results: list[RealtimeResult],
-                     records: dict[int, str], interrupted: bool) -> dict:
+def realtime_metrics(
+    cfg: DictConfig,
+    policy: ACTPolicy,
+    safety: SafetyLimits,
+    results: list[RealtimeResult],
+    records: dict[int, str],
+    interrupted: bool,
+) -> dict:
     """metrics.json: what ran, how (settings and safety limits), the summary over episodes and each episode."""
     stopped = any(r.stopped is not None for r in results)
     seed = int(cfg.seed)
-    return {"policy": str(cfg.ckpt_path), "format": policy.predictor.format, "robot": cfg.robot,
-            "execution": policy.execution, "device": str(policy.device), "precision": policy.precision,
-            "threads": torch.get_num_threads(),
-            "seeds": [seed, seed + int(cfg.num_episodes) - 1], **summarize_realtime(results),
-            "complete": len(results) == int(cfg.num_episodes) and not stopped and not interrupted,
-            "safety": {"mode": safety.mode, "lower": _limits(safety.lower), "upper": _limits(safety.upper),
-                       "max_delta": _limits(safety.max_delta), "watchdog_ticks": safety.watchdog_ticks,
-                       "stale_ticks": safety.stale_ticks, "stale_ms": safety.stale_ms,
-                       "stale_stop": safety.stale_stop},
-            "record_dir": cfg.record_dir,
-            "per_episode": [{"seed": seed + i, "success": r.success, "missed_ticks": r.missed_ticks,
-                             "held_ticks": r.held_ticks, "queries": r.queries,
-                             "clipped_commands": r.clipped_commands, "refused_commands": r.refused_commands,
-                             "watchdog_holds": r.watchdog_holds, "stale_warnings": r.stale_warnings,
-                             "stopped": r.stopped, "record": records.get(i)} for i, r in enumerate(results)]}
+    return {
+        "policy": str(cfg.ckpt_path),
+        "format": policy.predictor.format,
+        "robot": cfg.robot,
+        "execution": policy.execution,
+        "device": str(policy.device),
+        "precision": policy.precision,
+        "threads": torch.get_num_threads(),
+        "seeds": [seed, seed + int(cfg.num_episodes) - 1],
+        **summarize_realtime(results),
+        "complete": len(results) == int(cfg.num_episodes) and not stopped and not interrupted,
+        "safety": {
+            "mode": safety.mode,
+            "lower": _limits(safety.lower),
+            "upper": _limits(safety.upper),
+            "max_delta": _limits(safety.max_delta),
+            "watchdog_ticks": safety.watchdog_ticks,
+            "stale_ticks": safety.stale_ticks,
+            "stale_ms": safety.stale_ms,
+            "stale_stop": safety.stale_stop,
+        },
+        "record_dir": cfg.record_dir,
+        "per_episode": [
+            {
+                "seed": seed + i,
+                "success": r.success,
+                "missed_ticks": r.missed_ticks,
+                "held_ticks": r.held_ticks,
+                "queries": r.queries,
+                "clipped_commands": r.clipped_commands,
+                "refused_commands": r.refused_commands,
+                "watchdog_holds": r.watchdog_holds,
+                "stale_warnings": r.stale_warnings,
+                "stopped": r.stopped,
+                "record": records.get(i),
+            }
+            for i, r in enumerate(results)
+        ],
+    }
 
 
 def _limits(values) -> list:
@@ -171,11 +220,15 @@ def print_realtime_report(cfg: DictConfig, policy: ACTPolicy, safety: SafetyLimi
         jitter = metrics["tick_jitter_ms"]
         success = f"success {metrics['successes']}/{metrics['episodes']}" if metrics["successes"] is not None else ""
         rate = "-" if metrics["queries_per_s"] is None else f"{metrics['queries_per_s']:.1f}"
-        print(f"{policy.execution}: {metrics['missed_ticks']} missed ticks of "
-              f"{metrics['ticks'] + metrics['missed_ticks']} | jitter p50 {_ms(jitter['p50'])}, "
-              f"p99 {_ms(jitter['p99'])} | {rate} queries/s | {metrics['held_share']:.1%} of ticks held | {success}")
-        print(f"safety ({safety.mode}): {metrics['clipped_commands']} commands clipped, {metrics['refused_commands']} "
-              f"refused, {metrics['watchdog_holds']} watchdog holds, {metrics['stale_warnings']} stale warnings")
+        print(
+            f"{policy.execution}: {metrics['missed_ticks']} missed ticks of "
+            f"{metrics['ticks'] + metrics['missed_ticks']} | jitter p50 {_ms(jitter['p50'])}, "
+            f"p99 {_ms(jitter['p99'])} | {rate} queries/s | {metrics['held_share']:.1%} of ticks held | {success}"
+        )
+        print(
+            f"safety ({safety.mode}): {metrics['clipped_commands']} commands clipped, {metrics['refused_commands']} "
+            f"refused, {metrics['watchdog_holds']} watchdog holds, {metrics['stale_warnings']} stale warnings"
+        )
     records = [r["record"] for r in metrics["per_episode"] if r["record"] is not None]
     if records:
         print(f"recorded: {len(records)} episodes in {cfg.record_dir}")
@@ -191,7 +244,10 @@ def raise_if_stopped(cfg: DictConfig, results: list[RealtimeResult], interrupted
     episodes (130); nothing for a run that went through."""
     for i, result in enumerate(results):
         if result.stopped is not None:
-            raise RunStopped(f"episode {i} (seed {int(cfg.seed) + i}) after {result.ticks} ticks, holding the last "
-                             f"safe command: {result.stopped}", 130 if result.stopped.startswith("interrupted") else 1)
+            raise RunStopped(
+                f"episode {i} (seed {int(cfg.seed) + i}) after {result.ticks} ticks, holding the last "
+                f"safe command: {result.stopped}",
+                130 if result.stopped.startswith("interrupted") else 1,
+            )
     if interrupted:
         raise RunStopped(f"interrupted (Ctrl-C) after {len(results)} of {cfg.num_episodes} episodes", 130)

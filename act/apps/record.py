@@ -20,14 +20,22 @@ from omegaconf import DictConfig, OmegaConf
 from act.common.checks import check_setting
 from act.common.errors import InputError
 from act.common.io import unwritable_reason, write_json
-from act.data.record import RecordResult, RecordSettings, recording_summary, rate_note, record_with_bar
+from act.data.record import RecordResult, RecordSettings, rate_note, record_with_bar, recording_summary
 from act.envs.experts import ScriptedSettings
 from act.envs.human_like import HumanLikeSettings
 
 # The keys of configs/record_demos.yaml that are ``RecordSettings`` fields as they are (task, out_dir and
 # expert need reading first).
-PLAIN_KEYS = ("num_episodes", "cameras", "image_size", "render_quality", "workers", "compression", "seed",
-              "max_attempts")
+PLAIN_KEYS = (
+    "num_episodes",
+    "cameras",
+    "image_size",
+    "render_quality",
+    "workers",
+    "compression",
+    "seed",
+    "max_attempts",
+)
 
 
 def main(cfg: DictConfig) -> dict:
@@ -46,10 +54,16 @@ def main(cfg: DictConfig) -> dict:
 def settings_from_cfg(cfg: DictConfig) -> RecordSettings:
     """The recording settings of configs/record_demos.yaml; ``RecordSettings`` checks every value (``InputError``
     naming the setting otherwise), the expert's settings class the expert's."""
-    plain = {key: OmegaConf.to_container(cfg[key], resolve=True) if OmegaConf.is_config(cfg[key]) else cfg[key]
-             for key in PLAIN_KEYS}  # a list stays a list, a bare word a string: RecordSettings tells them apart
-    return RecordSettings(task=cfg.task.name, out_dir=Path(hydra.utils.to_absolute_path(cfg.out_dir)),
-                          expert=expert_from_cfg(cfg.expert), **plain)
+    plain = {
+        key: OmegaConf.to_container(cfg[key], resolve=True) if OmegaConf.is_config(cfg[key]) else cfg[key]
+        for key in PLAIN_KEYS
+    }  # a list stays a list, a bare word a string: RecordSettings tells them apart
+    return RecordSettings(
+        task=cfg.task.name,
+        out_dir=Path(hydra.utils.to_absolute_path(cfg.out_dir)),
+        expert=expert_from_cfg(cfg.expert),
+        **plain,
+    )
 
 
 def expert_from_cfg(node: DictConfig) -> ScriptedSettings | HumanLikeSettings:
@@ -68,14 +82,15 @@ def expert_named(name: str, key: str = "demo.expert") -> ScriptedSettings | Huma
     needs Hydra initialised (an entry point, or ``initialize_config_dir``)."""
     from hydra.core.global_hydra import GlobalHydra
 
-    check_setting(key, name, GlobalHydra.instance().config_loader().get_group_options("expert"),
-                  " (configs/expert/)")
+    check_setting(key, name, GlobalHydra.instance().config_loader().get_group_options("expert"), " (configs/expert/)")
     return expert_from_cfg(hydra.compose(config_name=f"expert/{name}").expert)
 
 
 def _report(settings: RecordSettings, result: RecordResult, summary: dict) -> None:
     """``recording.json`` in Hydra's run folder, and one line on what is on disk now."""
     write_json(Path(HydraConfig.get().runtime.output_dir) / "recording.json", summary)
-    print(f"{settings.task}: {result.kept} kept + {result.recorded} recorded = {settings.num_episodes} episodes in "
-          f"{settings.out_dir} ({result.attempts} seeds tried, {len(result.failures)} failed"
-          f"{rate_note(settings, result)}, {result.wall_time_s:.0f} s)")
+    print(
+        f"{settings.task}: {result.kept} kept + {result.recorded} recorded = {settings.num_episodes} episodes in "
+        f"{settings.out_dir} ({result.attempts} seeds tried, {len(result.failures)} failed"
+        f"{rate_note(settings, result)}, {result.wall_time_s:.0f} s)"
+    )

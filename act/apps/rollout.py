@@ -37,8 +37,9 @@ def main(cfg: DictConfig) -> dict:
     recorder, filming = recorders(cfg.task, expert, int(cfg.num_videos))
     seeds = range(int(cfg.seed), int(cfg.seed) + int(cfg.num_episodes))
     start = time.perf_counter()
-    episodes, videos = roll_out(recorder, filming, int(cfg.num_videos), seeds, f"{expert.name} expert {cfg.task.name}",
-                                out_dir)
+    episodes, videos = roll_out(
+        recorder, filming, int(cfg.num_videos), seeds, f"{expert.name} expert {cfg.task.name}", out_dir
+    )
     wall = time.perf_counter() - start
     metrics = rollout_metrics(cfg.task.name, expert, episodes, videos, wall)
     path = write_json(out_dir / "metrics.json", metrics)
@@ -51,12 +52,19 @@ def recorders(task: DictConfig, expert, num_videos: int) -> tuple[DemonstrationR
     recorder = DemonstrationRecorder(task.name, cameras=(), expert=expert)
     if num_videos == 0:
         return recorder, None
-    return recorder, DemonstrationRecorder(task.name, cameras=task.cameras, image_size=task.image_size,
-                                           render_quality=task.render_quality, expert=expert)
+    return recorder, DemonstrationRecorder(
+        task.name, cameras=task.cameras, image_size=task.image_size, render_quality=task.render_quality, expert=expert
+    )
 
 
-def roll_out(recorder: DemonstrationRecorder, filming: DemonstrationRecorder | None, num_videos: int, seeds: range,
-             label: str, out_dir: Path) -> tuple[list[dict], list[str]]:
+def roll_out(
+    recorder: DemonstrationRecorder,
+    filming: DemonstrationRecorder | None,
+    num_videos: int,
+    seeds: range,
+    label: str,
+    out_dir: Path,
+) -> tuple[list[dict], list[str]]:
     """Each episode's outcome (seed, rewards of both passes, the expert's choices), under a progress bar named
     ``label``; the first ``num_videos`` are filmed (``filming``) into ``out_dir``. Returns the outcomes and the
     videos."""
@@ -65,8 +73,15 @@ def roll_out(recorder: DemonstrationRecorder, filming: DemonstrationRecorder | N
     for i, seed in enumerate(bar):
         filmed = i < num_videos
         episode = (filming if filmed else recorder).record(seed)
-        episodes.append({"seed": seed, "max_reward": episode.max_reward, "success": episode.success,
-                         "ee_max_reward": episode.ee_max_reward, "expert_choices": episode.expert_choices})
+        episodes.append(
+            {
+                "seed": seed,
+                "max_reward": episode.max_reward,
+                "success": episode.success,
+                "ee_max_reward": episode.ee_max_reward,
+                "expert_choices": episode.expert_choices,
+            }
+        )
         if filmed:
             frames = (tile({cam: episode.images[cam][t] for cam in episode.images}) for t in range(len(episode.qpos)))
             videos.append(str(write_mp4(out_dir / f"episode_{i}_seed{seed}.mp4", frames, fps=FPS)))
@@ -77,17 +92,25 @@ def roll_out(recorder: DemonstrationRecorder, filming: DemonstrationRecorder | N
 def rollout_metrics(task: str, expert, episodes: list[dict], videos: list[str], wall: float) -> dict:
     """metrics.json: the replays' success, stage rates and returns, the end-effector rollouts' success, the
     expert's settings, the speed, every episode's outcome and the videos."""
-    return {"task": task, **summarize([e["max_reward"] for e in episodes], MAX_REWARD),
-            "ee_success_rate": sum(e["ee_max_reward"] == MAX_REWARD for e in episodes) / len(episodes),
-            "seeds": [e["seed"] for e in episodes], "expert": expert.to_dict(),
-            "wall_time_s": wall, "episodes_per_min": 60.0 * len(episodes) / wall,
-            "episodes": episodes, "videos": videos}
+    return {
+        "task": task,
+        **summarize([e["max_reward"] for e in episodes], MAX_REWARD),
+        "ee_success_rate": sum(e["ee_max_reward"] == MAX_REWARD for e in episodes) / len(episodes),
+        "seeds": [e["seed"] for e in episodes],
+        "expert": expert.to_dict(),
+        "wall_time_s": wall,
+        "episodes_per_min": 60.0 * len(episodes) / wall,
+        "episodes": episodes,
+        "videos": videos,
+    }
 
 
 def report_rollouts(metrics: dict, expert: str, path: Path) -> None:
     """The one line: the replays' success with its interval, stage rates, speed, where the metrics are."""
     low, high = metrics["success_rate_ci95"]
     stages = " ".join(f">={k}:{v:.2f}" for k, v in metrics["stage_rates"].items())
-    print(f"{metrics['task']} ({expert} expert): success {metrics['successes']}/{metrics['num_episodes']} = "
-          f"{metrics['success_rate']:.3f} [95% CI {low:.3f}-{high:.3f}] | stages {stages} | "
-          f"{metrics['episodes_per_min']:.0f} episodes/min | {path}")
+    print(
+        f"{metrics['task']} ({expert} expert): success {metrics['successes']}/{metrics['num_episodes']} = "
+        f"{metrics['success_rate']:.3f} [95% CI {low:.3f}-{high:.3f}] | stages {stages} | "
+        f"{metrics['episodes_per_min']:.0f} episodes/min | {path}"
+    )

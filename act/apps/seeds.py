@@ -35,7 +35,7 @@ def main(argv: list[str]) -> dict:
 
 def parse(argv: list[str]) -> tuple[list[int], Path, list[str]]:
     """``seeds=[0,1,2] dir=... -- <demo.py overrides>`` -> (seeds, dir, overrides)."""
-    ours, demo_args = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    ours, demo_args = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     seeds, folder = [0, 1, 2], Path("outputs/seeds")
     for arg in ours:
         key, _, value = arg.partition("=")
@@ -62,9 +62,13 @@ def print_spread(summaries: dict[int, dict], result: dict, path: Path) -> None:
     for seed, s in sorted(summaries.items()):
         low, high = s["success_rate_ci95"]
         stages = " ".join(f">={k}:{v:.2f}" for k, v in s["stage_rates"].items())
-        print(f"seed {seed}: {s['successes']}/{s['num_episodes']} = {s['success_rate']:.2f} "
-              f"(95% CI {low:.2f}-{high:.2f}) | {stages} | train {s['wall_time_s']['train'] / 60:.1f} min")
-    print(f"success over {len(summaries)} training seeds: mean {result['mean']:.2f}, range "
-          f"{result['min']:.2f}-{result['max']:.2f} | {path}")
+        print(
+            f"seed {seed}: {s['successes']}/{s['num_episodes']} = {s['success_rate']:.2f} "
+            f"(95% CI {low:.2f}-{high:.2f}) | {stages} | train {s['wall_time_s']['train'] / 60:.1f} min"
+        )
+    print(
+        f"success over {len(summaries)} training seeds: mean {result['mean']:.2f}, range "
+        f"{result['min']:.2f}-{result['max']:.2f} | {path}"
+    )
     print("stage rates, mean over seeds: " + " ".join(f">={k}:{v:.2f}" for k, v in result["stage_means"].items()))
     print("=" * 100)

@@ -23,14 +23,24 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from act.common.lock import folder_lock
+from act.data.datamodule import ACTDataModule
+from act.data.schema import EpisodeFormatError
+from act.model.spec import PolicySpec
 from act.training.callbacks import SafeCheckpointIO
 from act.training.resume import resume_checkpoint
-from act.training.run import (ConfigError, check_image_cache, check_task, check_writable, checkpoint_folders,
-                              fit_from, resume_step, say, sweep_value, trainer_precision)
-from act.data.datamodule import ACTDataModule
-from act.model.spec import PolicySpec
-from act.data.schema import EpisodeFormatError
-from act.common.lock import folder_lock
+from act.training.run import (
+    ConfigError,
+    check_image_cache,
+    check_task,
+    check_writable,
+    checkpoint_folders,
+    fit_from,
+    resume_step,
+    say,
+    sweep_value,
+    trainer_precision,
+)
 
 
 def main(cfg: DictConfig) -> float | None:
@@ -54,8 +64,11 @@ def train(cfg: DictConfig) -> dict:
     check_writable(cfg.out_dir, "out_dir")
     trainer = build_trainer(cfg)
     check_before_fitting(cfg, dm, module, trainer)
-    lock = folder_lock(cfg.out_dir, "a training run", "give this run another out_dir (hydra.run.dir)") \
-        if trainer.is_global_zero else nullcontext()
+    lock = (
+        folder_lock(cfg.out_dir, "a training run", "give this run another out_dir (hydra.run.dir)")
+        if trainer.is_global_zero
+        else nullcontext()
+    )
     with lock:
         return fit(cfg, dm, module, trainer)
 
@@ -84,15 +97,18 @@ def record_command(cfg: DictConfig, out_dir: str | None = None) -> str:
     """The record_demos.py command that creates the dataset this config expects (in ``out_dir``)."""
     size = list(cfg.task.image_size)
     cams = ",".join(cfg.data.cameras)
-    return (f"python scripts/record_demos.py task={cfg.task.name} out_dir={out_dir or cfg.data.dataset_dir} "
-            f"cameras=[{cams}] image_size=[{size[0]},{size[1]}] render_quality={cfg.task.render_quality}")
+    return (
+        f"python scripts/record_demos.py task={cfg.task.name} out_dir={out_dir or cfg.data.dataset_dir} "
+        f"cameras=[{cams}] image_size=[{size[0]},{size[1]}] render_quality={cfg.task.render_quality}"
+    )
 
 
 def check_chunk_size(chunk_size: Any) -> None:
     """``policy.model.chunk_size`` (the data module's too: the message names the setting a user types)."""
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-        raise ConfigError(f"policy.model.chunk_size must be a positive number of actions (the paper: 100), "
-                          f"got {chunk_size!r}")
+        raise ConfigError(
+            f"policy.model.chunk_size must be a positive number of actions (the paper: 100), got {chunk_size!r}"
+        )
 
 
 def set_up_data(cfg: DictConfig, folder: Path) -> ACTDataModule:
@@ -105,8 +121,10 @@ def set_up_data(cfg: DictConfig, folder: Path) -> ACTDataModule:
     try:
         dm.setup("fit")
     except EpisodeFormatError as err:
-        raise ConfigError(f"{err}; move that file out of {folder}, or rerun `{record_command(cfg)} "
-                          f"num_episodes=<N>`: it renames a damaged file *.corrupt and records it again") from err
+        raise ConfigError(
+            f"{err}; move that file out of {folder}, or rerun `{record_command(cfg)} "
+            f"num_episodes=<N>`: it renames a damaged file *.corrupt and records it again"
+        ) from err
     return dm
 
 
@@ -115,28 +133,37 @@ def check_image_size(cfg: DictConfig, dm: ACTDataModule, folder: Path) -> None:
     height, width = dm.index.image_shape[:2]
     want = tuple(cfg.task.image_size)
     if (height, width) != want and dm.index.format == "lerobot":
-        raise ConfigError(f"task.image_size={list(want)} but the LeRobot dataset in {folder} is {height}x{width}; "
-                          f"set task.image_size=[{height},{width}] to train on it")
+        raise ConfigError(
+            f"task.image_size={list(want)} but the LeRobot dataset in {folder} is {height}x{width}; "
+            f"set task.image_size=[{height},{width}] to train on it"
+        )
     if (height, width) != want:
         # Recording the new size into the same folder is refused (mixed sizes): suggest a new one.
         other = f"{str(folder).rstrip('/')}_{want[0]}x{want[1]}"
-        raise ConfigError(f"task.image_size={list(want)} but the episodes in {folder} are {height}x{width}; "
-                          f"set task.image_size=[{height},{width}] to train on them, or record {want[0]}x{want[1]} "
-                          f"demos into a new folder and train on that: {record_command(cfg, other)} "
-                          f"num_episodes=<N>, then data.dataset_dir={other}")
+        raise ConfigError(
+            f"task.image_size={list(want)} but the episodes in {folder} are {height}x{width}; "
+            f"set task.image_size=[{height},{width}] to train on them, or record {want[0]}x{want[1]} "
+            f"demos into a new folder and train on that: {record_command(cfg, other)} "
+            f"num_episodes=<N>, then data.dataset_dir={other}"
+        )
 
 
 def check_episodes(cfg: DictConfig, dm: ACTDataModule, folder: Path) -> None:
     """Warn when no episode is left for validation; refuse chunks longer than the shortest episode."""
     index = dm.index
     if dm.val_set is None:
-        say(f"warning: {folder} holds {len(index)} episode(s) and data.val_fraction={cfg.data.val_fraction}: no "
+        say(
+            f"warning: {folder} holds {len(index)} episode(s) and data.val_fraction={cfg.data.val_fraction}: no "
             "validation split, so no val/l1 and no best checkpoint (only last.ckpt); record more episodes for "
-            "validation", file=sys.stderr)
+            "validation",
+            file=sys.stderr,
+        )
     shortest = int(index.lengths.min())
     if cfg.policy.model.chunk_size > shortest:
-        raise ConfigError(f"policy.model.chunk_size={cfg.policy.model.chunk_size} is longer than the shortest episode "
-                          f"({shortest} steps) in {folder}")
+        raise ConfigError(
+            f"policy.model.chunk_size={cfg.policy.model.chunk_size} is longer than the shortest episode "
+            f"({shortest} steps) in {folder}"
+        )
 
 
 # -- the module --------------------------------------------------------------------------------------
@@ -144,10 +171,17 @@ def build_module(cfg: DictConfig, dm: ACTDataModule) -> L.LightningModule:
     """The ACTLitModule with the dataset's cameras, image size and normalisation stats."""
     index = dm.index
     if index.state_dim != cfg.policy.model.state_dim or index.action_dim != cfg.policy.model.action_dim:
-        raise ConfigError(f"the data has state/action dims {index.state_dim}/{index.action_dim}, the policy "
-                          f"expects {cfg.policy.model.state_dim}/{cfg.policy.model.action_dim}")
-    spec = PolicySpec(task=cfg.task.name, camera_names=tuple(index.cameras), image_size=tuple(index.image_shape[:2]),
-                      render_quality=index.attrs.get("render_quality"), stats=dm.stats)
+        raise ConfigError(
+            f"the data has state/action dims {index.state_dim}/{index.action_dim}, the policy "
+            f"expects {cfg.policy.model.state_dim}/{cfg.policy.model.action_dim}"
+        )
+    spec = PolicySpec(
+        task=cfg.task.name,
+        camera_names=tuple(index.cameras),
+        image_size=tuple(index.image_shape[:2]),
+        render_quality=index.attrs.get("render_quality"),
+        stats=dm.stats,
+    )
     module = policy_module(cfg.policy, spec.to_dict())
     # Set after instantiation: Hydra would otherwise build every `_target_` inside the config.
     module.hparams["train_config"] = OmegaConf.to_container(cfg, resolve=True)
@@ -193,8 +227,9 @@ def build_trainer(cfg: DictConfig) -> L.Trainer:
 
 def resolve_trainer_precision(cfg: DictConfig) -> str:
     """Replace ``trainer.precision`` ``auto`` by what this machine runs natively (``trainer_precision``)."""
-    precision = trainer_precision(str(cfg.trainer.precision), cfg.trainer.get("accelerator", "cpu"),
-                                  cfg.trainer.get("devices"))
+    precision = trainer_precision(
+        str(cfg.trainer.precision), cfg.trainer.get("accelerator", "cpu"), cfg.trainer.get("devices")
+    )
     with open_dict(cfg):
         cfg.trainer.precision = precision
     return precision
@@ -206,10 +241,12 @@ def check_clipping(cfg: DictConfig, precision: str) -> None:
     first step. The module clips them instead (``policy.clip_grad_norm``), in every precision."""
     fused = bool((cfg.policy.get("optimizer") or {}).get("fused"))
     if fused and precision == "16-mixed" and cfg.trainer.get("gradient_clip_val"):
-        raise ConfigError(f"trainer.gradient_clip_val={cfg.trainer.gradient_clip_val} cannot clip a fused optimiser's "
-                          "gradients under trainer.precision=16-mixed (the fused step unscales them itself); clip in "
-                          f"the module instead: trainer.gradient_clip_val=null "
-                          f"policy.clip_grad_norm={cfg.trainer.gradient_clip_val}")
+        raise ConfigError(
+            f"trainer.gradient_clip_val={cfg.trainer.gradient_clip_val} cannot clip a fused optimiser's "
+            "gradients under trainer.precision=16-mixed (the fused step unscales them itself); clip in "
+            f"the module instead: trainer.gradient_clip_val=null "
+            f"policy.clip_grad_norm={cfg.trainer.gradient_clip_val}"
+        )
 
 
 def check_before_fitting(cfg: DictConfig, dm: ACTDataModule, module: L.LightningModule, trainer: L.Trainer) -> None:
@@ -248,8 +285,11 @@ def resume_path(cfg: DictConfig, trainer: L.Trainer) -> Path | None:
 def say_how_it_ended(cfg: DictConfig, metrics: dict, value: float | None) -> None:
     """The sweeper's metric (a warning when it was never logged), the best checkpoint and the run folder."""
     if value is None:
-        say(f"warning: no {cfg.optimized_metric} was logged: validation never ran (trainer.val_check_interval="
+        say(
+            f"warning: no {cfg.optimized_metric} was logged: validation never ran (trainer.val_check_interval="
             f"{cfg.trainer.val_check_interval} > trainer.max_steps={cfg.trainer.max_steps}, or no validation "
-            "episodes); sweepers need it", file=sys.stderr)
+            "episodes); sweepers need it",
+            file=sys.stderr,
+        )
     best = metrics.get("best_ckpt") or "none"  # set only for a file that exists
     say(f"done: {cfg.optimized_metric} {value} | best checkpoint {best} | run folder {cfg.out_dir}")

@@ -34,8 +34,16 @@ def rewrite(src: Path, dst: Path, compression: str) -> float:
             images = {cam: root[f"observations/images/{cam}"][()] for cam in info.cameras}
             reward = root["reward"][()] if "reward" in root else None
         low = read_low_dim(path)
-        write_episode(dst / path.name, qpos=low["qpos"], qvel=low.get("qvel"), action=low["action"], images=images,
-                      reward=reward, attrs={**info.attrs, "compression": compression}, compression=compression)
+        write_episode(
+            dst / path.name,
+            qpos=low["qpos"],
+            qvel=low.get("qvel"),
+            action=low["action"],
+            images=images,
+            reward=reward,
+            attrs={**info.attrs, "compression": compression},
+            compression=compression,
+        )
     return (time.perf_counter() - start) / len(files)
 
 
@@ -72,11 +80,20 @@ def measure_data_path(recording: RecordSettings, loader: LoaderSettings) -> dict
     result = record(recording, progress=lambda outcome, on_disk: bar.update(on_disk - bar.n))
     bar.close()
     (height, width), camera = recording.image_size, recording.cameras[0]
-    metrics = {"task": recording.task, "image_size": [height, width], "camera": camera,
-               "recording": {"render_quality": recording.render_quality, "workers": recording.workers,
-                             "s_per_episode": result.wall_time_s / max(1, result.recorded)},
-               "write_s_per_episode": {}, "mb_per_episode": {}, "samples_per_s": {},
-               "loader": {"batch_size": loader.batch_size, "workers": loader.workers, "chunk_size": loader.chunk_size}}
+    metrics = {
+        "task": recording.task,
+        "image_size": [height, width],
+        "camera": camera,
+        "recording": {
+            "render_quality": recording.render_quality,
+            "workers": recording.workers,
+            "s_per_episode": result.wall_time_s / max(1, result.recorded),
+        },
+        "write_s_per_episode": {},
+        "mb_per_episode": {},
+        "samples_per_s": {},
+        "loader": {"batch_size": loader.batch_size, "workers": loader.workers, "chunk_size": loader.chunk_size},
+    }
     for compression in tqdm(COMPRESSIONS, desc="compressions"):
         folder = out / compression
         if compression != "none":

@@ -31,12 +31,15 @@ def time_joint_steps(task: str, targets: np.ndarray, object_poses: np.ndarray, s
         times.append(1000.0 * (time.perf_counter() - start))
     env.close()
     times = np.asarray(times)
-    return {"median_ms": float(np.median(times)), "mean_ms": float(times.mean()),
-            "p95_ms": float(np.percentile(times, 95)), "steps": int(times.size)}
+    return {
+        "median_ms": float(np.median(times)),
+        "mean_ms": float(times.mean()),
+        "p95_ms": float(np.percentile(times, 95)),
+        "steps": int(times.size),
+    }
 
 
-def measure_env(task: str, camera: str, image_size: tuple[int, int], steps: int, demo_episodes: int,
-                seed: int) -> dict:
+def measure_env(task: str, camera: str, image_size: tuple[int, int], steps: int, demo_episodes: int, seed: int) -> dict:
     """Median ms per control step of ``task``'s joint env replaying the expert of ``seed`` (``steps`` steps):
     physics only, then with ``camera`` at ``image_size`` in 'paper' and 'fast' quality; and the seconds per
     two-pass demonstration without images (``demo_episodes`` of them from ``seed`` on). Returns those metrics."""
@@ -48,8 +51,10 @@ def measure_env(task: str, camera: str, image_size: tuple[int, int], steps: int,
         f"one_camera_{height}x{width}_paper": dict(cameras=[camera], image_size=image_size, render_quality="paper"),
         f"one_camera_{height}x{width}_fast": dict(cameras=[camera], image_size=image_size, render_quality="fast"),
     }
-    results = {name: time_joint_steps(task, targets, object_poses, steps, **kwargs)
-               for name, kwargs in tqdm(configs.items(), desc="step timing", unit="config")}
+    results = {
+        name: time_joint_steps(task, targets, object_poses, steps, **kwargs)
+        for name, kwargs in tqdm(configs.items(), desc="step timing", unit="config")
+    }
 
     start = time.perf_counter()
     for i in tqdm(range(demo_episodes), desc="two-pass demos", unit="ep"):
@@ -59,8 +64,14 @@ def measure_env(task: str, camera: str, image_size: tuple[int, int], steps: int,
         "task": task,
         "ms_per_step": {name: r["median_ms"] for name, r in results.items()},
         "step_timings": results,
-        "two_pass_demo_no_images": {"s_per_episode": demo_s, "episodes_per_min": 60.0 / demo_s,
-                                    "episodes": demo_episodes},
-        "machine": {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine(),
-                    "mujoco_gl": os.environ.get("MUJOCO_GL")},
+        "two_pass_demo_no_images": {
+            "s_per_episode": demo_s,
+            "episodes_per_min": 60.0 / demo_s,
+            "episodes": demo_episodes,
+        },
+        "machine": {
+            "cpus": os.cpu_count(),
+            "processor": platform.processor() or platform.machine(),
+            "mujoco_gl": os.environ.get("MUJOCO_GL"),
+        },
     }

@@ -72,15 +72,24 @@ def measure_runtimes(bench: ExportBench) -> dict:
     net = load_network(bench.ckpt_path)
     if bench.threads is not None:
         torch.set_num_threads(bench.threads)
-    artifacts = {fmt: export(load_network(bench.ckpt_path), bench.out_dir / f"policy{suffix}", fmt)
-                 for fmt, suffix in (("torchscript", ".pt"), ("onnx", ".onnx"))}
+    artifacts = {
+        fmt: export(load_network(bench.ckpt_path), bench.out_dir / f"policy{suffix}", fmt)
+        for fmt, suffix in (("torchscript", ".pt"), ("onnx", ".onnx"))
+    }
     rng = np.random.default_rng(0)
     h, w = net.image_size
-    inputs = [(rng.normal(size=(1, net.config.state_dim)).astype(np.float32),
-               rng.integers(0, 256, (1, len(net.camera_names), 3, h, w), dtype=np.uint8)) for _ in range(bench.queries)]
-    runtimes = {"eager_fp32": EagerPredictor(net, precision="32-true"),
-                "torchscript": load_predictor(artifacts["torchscript"]),
-                "onnxruntime": load_predictor(artifacts["onnx"])}
+    inputs = [
+        (
+            rng.normal(size=(1, net.config.state_dim)).astype(np.float32),
+            rng.integers(0, 256, (1, len(net.camera_names), 3, h, w), dtype=np.uint8),
+        )
+        for _ in range(bench.queries)
+    ]
+    runtimes = {
+        "eager_fp32": EagerPredictor(net, precision="32-true"),
+        "torchscript": load_predictor(artifacts["torchscript"]),
+        "onnxruntime": load_predictor(artifacts["onnx"]),
+    }
     bf16 = resolve_precision("auto", "cpu")
     if bf16.precision == "bf16-mixed":
         runtimes["eager_bf16"] = EagerPredictor(load_network(bench.ckpt_path), precision="bf16-mixed")
@@ -88,13 +97,23 @@ def measure_runtimes(bench: ExportBench) -> dict:
     for name, predictor in runtimes.items():
         times, first = time_queries(predictor, inputs, bench.warmup)
         reference = first if reference is None else reference
-        results[name] = {"median_ms": float(np.median(times)), "p95_ms": float(np.percentile(times, 95)),
-                         "max_abs_diff_vs_eager_fp32": float(np.abs(first - reference).max())}
+        results[name] = {
+            "median_ms": float(np.median(times)),
+            "p95_ms": float(np.percentile(times, 95)),
+            "max_abs_diff_vs_eager_fp32": float(np.abs(first - reference).max()),
+        }
     base = results["eager_fp32"]["median_ms"]
     for r in results.values():
         r["speedup_vs_eager_fp32"] = base / r["median_ms"]
-    return {"ckpt_path": str(bench.ckpt_path), "batch": 1, "queries": bench.queries,
-            "threads": torch.get_num_threads(), "cpus": os.cpu_count(),
-            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "bf16": bf16.reason,
-            "network": {**net.metadata(), "parameters": sum(p.numel() for p in net.parameters())},
-            "artifacts": {k: str(v) for k, v in artifacts.items()}, "results": results}
+    return {
+        "ckpt_path": str(bench.ckpt_path),
+        "batch": 1,
+        "queries": bench.queries,
+        "threads": torch.get_num_threads(),
+        "cpus": os.cpu_count(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "bf16": bf16.reason,
+        "network": {**net.metadata(), "parameters": sum(p.numel() for p in net.parameters())},
+        "artifacts": {k: str(v) for k, v in artifacts.items()},
+        "results": results,
+    }

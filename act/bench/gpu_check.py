@@ -54,8 +54,10 @@ class Clock:
 def require_cuda() -> str:
     """The GPU's name; a one-line ``RunError`` where torch sees none."""
     if not torch.cuda.is_available():
-        raise RunError(f"make gpu-check needs a CUDA GPU; torch {torch.__version__} sees none here "
-                       "(torch.cuda.is_available() is False). On a CPU machine run `make test`.")
+        raise RunError(
+            f"make gpu-check needs a CUDA GPU; torch {torch.__version__} sees none here "
+            "(torch.cuda.is_available() is False). On a CPU machine run `make test`."
+        )
     return torch.cuda.get_device_name(0)
 
 
@@ -65,8 +67,14 @@ def run_command(args: list[str], log: Path, timeout_s: float, env: dict | None =
     log.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     with open(log, "w") as out:
-        proc = subprocess.Popen(args, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
+        proc = subprocess.Popen(
+            args,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        )
         try:
             rc = proc.wait(timeout=max(timeout_s, 1.0))
         except subprocess.TimeoutExpired:
@@ -83,8 +91,11 @@ def script(name: str, *overrides: str) -> list[str]:
 def cuda_tests(out: Path, timeout_s: float) -> dict:
     """Stage 1: the tests marked ``cuda``; rc, seconds and the counts of pytest's JUnit report."""
     xml = out / "cuda_tests.xml"
-    result = run_command([sys.executable, "-m", "pytest", "-q", "-m", "cuda", "tests", "-p", "no:cacheprovider",
-                          f"--junitxml={xml}"], out / "cuda_tests.log", timeout_s)
+    result = run_command(
+        [sys.executable, "-m", "pytest", "-q", "-m", "cuda", "tests", "-p", "no:cacheprovider", f"--junitxml={xml}"],
+        out / "cuda_tests.log",
+        timeout_s,
+    )
     if xml.is_file():
         suite = ET.parse(xml).getroot()
         suite = suite.find("testsuite") if suite.tag == "testsuites" else suite
@@ -99,9 +110,19 @@ def speed(out: Path, clock: Clock, precisions: list[str], steps: int, timeout_s:
     tables = {}
     for name, overrides in PRESETS.items():
         folder = out / f"speed_{name}"
-        result = run_command(script("bench_train", *overrides, "device=cuda", f"precisions={list(precisions)}",
-                                    f"train_steps={steps}", "inference_queries=20", f"out_dir={folder}"),
-                             out / f"speed_{name}.log", min(timeout_s, clock.left()))
+        result = run_command(
+            script(
+                "bench_train",
+                *overrides,
+                "device=cuda",
+                f"precisions={list(precisions)}",
+                f"train_steps={steps}",
+                "inference_queries=20",
+                f"out_dir={folder}",
+            ),
+            out / f"speed_{name}.log",
+            min(timeout_s, clock.left()),
+        )
         metrics = folder / "metrics.json"
         tables[name] = {**result, **(json.loads(metrics.read_text()) if metrics.is_file() else {})}
     return tables
@@ -110,17 +131,33 @@ def speed(out: Path, clock: Clock, precisions: list[str], steps: int, timeout_s:
 def paper_run(out: Path, steps: int, timeout_s: float) -> dict:
     """Stage 3: the paper preset end to end through scripts/demo.py, ``steps`` training steps."""
     folder = out / "paper"
-    result = run_command(script("demo", *PRESETS["paper"], "trainer=gpu", "logger=csv", f"demo.dir={folder}",
-                                f"data.dataset_dir={folder / 'data'}", "demo.num_demos=4", "demo.record_workers=4",
-                                "demo.checkpoint=last", f"trainer.max_steps={steps}",
-                                "trainer.val_check_interval=100", "+demo.eval.num_episodes=2",
-                                "demo.eval.workers=1", "demo.eval.batch_envs=2", "demo.eval.num_videos=1"),
-                         out / "paper.log", timeout_s)
+    result = run_command(
+        script(
+            "demo",
+            *PRESETS["paper"],
+            "trainer=gpu",
+            "logger=csv",
+            f"demo.dir={folder}",
+            f"data.dataset_dir={folder / 'data'}",
+            "demo.num_demos=4",
+            "demo.record_workers=4",
+            "demo.checkpoint=last",
+            f"trainer.max_steps={steps}",
+            "trainer.val_check_interval=100",
+            "+demo.eval.num_episodes=2",
+            "demo.eval.workers=1",
+            "demo.eval.batch_envs=2",
+            "demo.eval.num_videos=1",
+        ),
+        out / "paper.log",
+        timeout_s,
+    )
     return {**result, **summary_of(folder)}
 
 
-def quickstart_steps(speed_tables: dict, train_s: float, trainer_overhead: float,
-                     fallback_step_s: float) -> tuple[int, float]:
+def quickstart_steps(
+    speed_tables: dict, train_s: float, trainer_overhead: float, fallback_step_s: float
+) -> tuple[int, float]:
     """Steps of the quickstart that fit ``train_s`` seconds, from its step timed in stage 2 at the
     precision ``auto`` chooses on this GPU (with ``trainer_overhead`` for the loop and the data; a step of
     ``fallback_step_s`` where stage 2 did not time it)."""
@@ -136,13 +173,28 @@ def quickstart_run(out: Path, clock: Clock, train_s: float, steps: int, step_s: 
     ``train_s`` at ``step_s`` each), evaluated on the held-out seeds, with what is left of the budget."""
     folder = out / "quickstart"
     workers = max(1, (os.cpu_count() or 2) - 2)
-    result = run_command(script("demo", "trainer=gpu", "logger=csv", f"demo.dir={folder}",
-                                f"data.dataset_dir={folder / 'data'}", f"demo.record_workers={workers}",
-                                f"trainer.max_steps={steps}", f"demo.eval.workers={min(workers, 4)}",
-                                "demo.eval.batch_envs=13"),
-                         out / "quickstart.log", max(clock.left(), 60.0))
-    return {**result, "planned_steps": steps, "planned_train_s": round(train_s), "timed_step_s": step_s,
-            **summary_of(folder)}
+    result = run_command(
+        script(
+            "demo",
+            "trainer=gpu",
+            "logger=csv",
+            f"demo.dir={folder}",
+            f"data.dataset_dir={folder / 'data'}",
+            f"demo.record_workers={workers}",
+            f"trainer.max_steps={steps}",
+            f"demo.eval.workers={min(workers, 4)}",
+            "demo.eval.batch_envs=13",
+        ),
+        out / "quickstart.log",
+        max(clock.left(), 60.0),
+    )
+    return {
+        **result,
+        "planned_steps": steps,
+        "planned_train_s": round(train_s),
+        "timed_step_s": step_s,
+        **summary_of(folder),
+    }
 
 
 def summary_of(demo_dir: Path) -> dict:
@@ -150,34 +202,60 @@ def summary_of(demo_dir: Path) -> dict:
     if not path.is_file():
         return {}
     s = json.loads(path.read_text())
-    return {key: s.get(key) for key in ("success_rate", "success_rate_ci95", "successes", "num_episodes",
-                                        "stage_rates", "train_steps", "wall_time_s")}
+    return {
+        key: s.get(key)
+        for key in (
+            "success_rate",
+            "success_rate_ci95",
+            "successes",
+            "num_episodes",
+            "stage_rates",
+            "train_steps",
+            "wall_time_s",
+        )
+    }
 
 
 def new_report(gpu: str) -> dict:
     """The report's head (the GPU, torch, CUDA, CPUs, date), its stages to come."""
-    return {"gpu": gpu, "torch": torch.__version__, "cuda": torch.version.cuda, "cpus": os.cpu_count(),
-            "date": time.strftime("%Y-%m-%d"), "stages": {}}
+    return {
+        "gpu": gpu,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cpus": os.cpu_count(),
+        "date": time.strftime("%Y-%m-%d"),
+        "stages": {},
+    }
 
 
 def gpu_check_markdown(report: dict) -> str:
     """The report as the Markdown that docs/results.md takes."""
     stages = report["stages"]
-    lines = [f"gpu-check on {report['gpu']} (torch {report['torch']}, CUDA {report['cuda']}, "
-             f"{report['cpus']} CPUs), {report['date']}", ""]
+    lines = [
+        f"gpu-check on {report['gpu']} (torch {report['torch']}, CUDA {report['cuda']}, "
+        f"{report['cpus']} CPUs), {report['date']}",
+        "",
+    ]
     if "cuda_tests" in stages:
         t = stages["cuda_tests"]
-        lines += [f"- CUDA tests: {t.get('passed', '?')} passed, {t.get('failures', '?')} failed, "
-                  f"{t.get('errors', '?')} errors, {t.get('skipped', '?')} skipped in {t['seconds']} s "
-                  f"(rc {t['rc']})", ""]
+        lines += [
+            f"- CUDA tests: {t.get('passed', '?')} passed, {t.get('failures', '?')} failed, "
+            f"{t.get('errors', '?')} errors, {t.get('skipped', '?')} skipped in {t['seconds']} s "
+            f"(rc {t['rc']})",
+            "",
+        ]
     if "speed" in stages:
-        lines += ["| preset | precision | ms/step | samples/s | TFLOP/s | matmul TFLOP/s | floor ratio |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            "| preset | precision | ms/step | samples/s | TFLOP/s | matmul TFLOP/s | floor ratio |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for preset, table in stages["speed"].items():
             for name, r in table.get("training", {}).items():
-                lines.append(f"| {preset} | {name} | {r['ms_per_step']:.1f} | {r['samples_per_s']:.0f} | "
-                             f"{r['gflop_per_s'] / 1000:.1f} | {r['matmul_gflop_per_s'] / 1000:.0f} | "
-                             f"{r['floor_ratio']:.2f} |")
+                lines.append(
+                    f"| {preset} | {name} | {r['ms_per_step']:.1f} | {r['samples_per_s']:.0f} | "
+                    f"{r['gflop_per_s'] / 1000:.1f} | {r['matmul_gflop_per_s'] / 1000:.0f} | "
+                    f"{r['floor_ratio']:.2f} |"
+                )
             if not table.get("training"):
                 lines.append(f"| {preset} | failed (rc {table['rc']}, {table['log']}) | | | | | |")
         lines.append("")
@@ -193,5 +271,7 @@ def run_line(r: dict) -> str:
         return f"no result (rc {r['rc']} after {r['seconds']} s; {r['log']})"
     lo, hi = r["success_rate_ci95"]
     walls = ", ".join(f"{k} {v:.0f} s" for k, v in (r.get("wall_time_s") or {}).items())
-    return (f"{r['successes']}/{r['num_episodes']} = {r['success_rate']:.2f} ({lo:.2f}-{hi:.2f}) after "
-            f"{r['train_steps']} steps; {walls}")
+    return (
+        f"{r['successes']}/{r['num_episodes']} = {r['success_rate']:.2f} ({lo:.2f}-{hi:.2f}) after "
+        f"{r['train_steps']} steps; {walls}"
+    )

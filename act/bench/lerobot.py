@@ -24,9 +24,11 @@ from act.data.stats import compute_stats
 
 # The conversions timed, as (name, source, folder converted into, to, images) with folders relative to ``out``
 # (None: the ACT HDF5 source): to v3 in both image modes, then the video one back.
-CONVERSIONS = (("to lerobot, image", None, "v3_image", "lerobot", "image"),
-               ("to lerobot, video", None, "v3_video", "lerobot", "video"),
-               ("video to act_hdf5", "v3_video", "back_hdf5", "act_hdf5", "video"))
+CONVERSIONS = (
+    ("to lerobot, image", None, "v3_image", "lerobot", "image"),
+    ("to lerobot, video", None, "v3_video", "lerobot", "video"),
+    ("video to act_hdf5", "v3_video", "back_hdf5", "act_hdf5", "video"),
+)
 
 
 def same_samples(a: Path, b: Path, chunk_size: int, samples: int = 300) -> bool:
@@ -68,6 +70,10 @@ def video_psnr(source: EpisodeIndex, video: EpisodeIndex, every: int) -> dict:
     """PSNR (dB) of ``video``'s frames against ``source``'s: each ``every``-th frame of every ``every``-th
     episode, every camera; {"min", "mean"} over those frames."""
     reader, original = video.open_frames(), source.open_frames()
-    values = [psnr(a, b) for e in range(0, len(source), every) for cam in source.cameras
-              for a, b in zip(original.episode_frames(e, cam)[::every], reader.episode_frames(e, cam)[::every])]
+    values = [
+        psnr(a, b)
+        for e in range(0, len(source), every)
+        for cam in source.cameras
+        for a, b in zip(original.episode_frames(e, cam)[::every], reader.episode_frames(e, cam)[::every])
+    ]
     return {"min": float(min(values)), "mean": float(np.mean(values))}

@@ -47,7 +47,7 @@ def matmul_flops_per_s(precision: str, device: str, repeats: int = 5) -> float:
     gen = torch.Generator().manual_seed(0)
     a, b = (torch.randn(n, n, generator=gen).to(device=device, dtype=MATMUL_DTYPE[precision]) for _ in range(2))
     times = time_calls(lambda: (a @ b, synchronize(device)), repeats, warmup=2)
-    return 2 * n ** 3 / float(np.median(times))
+    return 2 * n**3 / float(np.median(times))
 
 
 @dataclass(frozen=True)
@@ -72,12 +72,17 @@ def variant_name(precision: str, channels_last: bool, formats: int) -> str:
 def time_training(bench: TrainBench, variants: dict[str, tuple[str, bool]], device: str, build: BuildModule) -> dict:
     """Every variant's training step, timed in interleaved rounds (one step of each per round)."""
     steps, phases, flops, losses = {}, {}, {}, {}
-    batch = random_batch(bench.batch_size, bench.num_cameras, bench.image_size, bench.chunk_size, seed=bench.seed,
-                         device=device)
+    batch = random_batch(
+        bench.batch_size, bench.num_cameras, bench.image_size, bench.chunk_size, seed=bench.seed, device=device
+    )
     for name, (precision, channels_last) in variants.items():
         phases[name] = StepPhases(device)
-        steps[name] = training_step_fn(build(channels_last).to(device), batch, precision,
-                                       phases=phases[name] if device_type_of(device) == "cpu" else None)
+        steps[name] = training_step_fn(
+            build(channels_last).to(device),
+            batch,
+            precision,
+            phases=phases[name] if device_type_of(device) == "cpu" else None,
+        )
         counter = FlopCounterMode(display=False)
         with counter:
             losses[name] = [steps[name]()]  # warm-up, and the FLOP count of one step
@@ -97,20 +102,45 @@ def time_training(bench: TrainBench, variants: dict[str, tuple[str, bool]], devi
             for _ in range(3):
                 phase_step()
             phases[name] = module_phases
-        results[name] = step_report(bench, precision, channels_last, float(np.median(times[name])), flops[name],
-                                    phases[name], losses[name], device)
+        results[name] = step_report(
+            bench,
+            precision,
+            channels_last,
+            float(np.median(times[name])),
+            flops[name],
+            phases[name],
+            losses[name],
+            device,
+        )
     return results
 
 
-def step_report(bench: TrainBench, precision: str, channels_last: bool, step_s: float, flops: float,
-                phases: StepPhases, losses: list, device: str) -> dict:
+def step_report(
+    bench: TrainBench,
+    precision: str,
+    channels_last: bool,
+    step_s: float,
+    flops: float,
+    phases: StepPhases,
+    losses: list,
+    device: str,
+) -> dict:
     """One variant's row: its step time against the arithmetic floor, and its phases and losses."""
     rate = matmul_flops_per_s(precision, device)
-    return {"precision": precision, "channels_last": channels_last, "ms_per_step": 1000 * step_s,
-            "samples_per_s": bench.batch_size / step_s, "gflop_per_step": flops / 1e9,
-            "gflop_per_s": flops / 1e9 / step_s, "matmul_gflop_per_s": rate / 1e9,
-            "floor_ms": 1000 * flops / rate, "floor_ratio": step_s / (flops / rate),
-            "phases_ms": phases.medians_ms(), "losses": losses, "steps_timed": bench.train_steps}
+    return {
+        "precision": precision,
+        "channels_last": channels_last,
+        "ms_per_step": 1000 * step_s,
+        "samples_per_s": bench.batch_size / step_s,
+        "gflop_per_step": flops / 1e9,
+        "gflop_per_s": flops / 1e9 / step_s,
+        "matmul_gflop_per_s": rate / 1e9,
+        "floor_ms": 1000 * flops / rate,
+        "floor_ratio": step_s / (flops / rate),
+        "phases_ms": phases.medians_ms(),
+        "losses": losses,
+        "steps_timed": bench.train_steps,
+    }
 
 
 def time_inference(bench: TrainBench, precision: str, device: str, build: BuildModule) -> dict:
@@ -122,15 +152,21 @@ def time_inference(bench: TrainBench, precision: str, device: str, build: BuildM
 
 def machine(device: str) -> dict:
     """What the numbers were measured on."""
-    info = {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "processor": platform.processor() or platform.machine(), "torch": torch.__version__, "device": device}
+    info = {
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "processor": platform.processor() or platform.machine(),
+        "torch": torch.__version__,
+        "device": device,
+    }
     if device_type_of(device) == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
     return info
 
 
-def choose_variants(precisions: list[str], formats: list[bool], emulated_bf16: bool, device: str,
-                    results: dict) -> dict[str, tuple[str, bool]]:
+def choose_variants(
+    precisions: list[str], formats: list[bool], emulated_bf16: bool, device: str, results: dict
+) -> dict[str, tuple[str, bool]]:
     """{name: (precision, channels_last)} for every precision x memory format asked for. A precision
     this device only emulates is skipped unless ``emulated_bf16`` (one step would take minutes and look like a
     hang): ``results["skipped"]`` says why."""

@@ -9,8 +9,9 @@ STATE_DIM = 14  # qpos and joint actions
 
 # One arm: waist, shoulder, elbow, forearm_roll, wrist_angle, wrist_rotate (rad), then its gripper.
 ARM_JOINTS = ("waist", "shoulder", "elbow", "forearm_roll", "wrist_angle", "wrist_rotate")
-JOINT_NAMES = tuple(f"{side} {joint.replace('_', ' ')}" for side in ("left", "right")
-                    for joint in (*ARM_JOINTS, "gripper"))  # labels of the 14 numbers
+JOINT_NAMES = tuple(
+    f"{side} {joint.replace('_', ' ')}" for side in ("left", "right") for joint in (*ARM_JOINTS, "gripper")
+)  # labels of the 14 numbers
 
 # Joint ranges (rad) of the ViperX 300 s arms: the ``range=`` of each joint in the MJCF shipped with
 # gym-aloha 0.1.5, gym_aloha/assets/vx300s_left.xml and vx300s_right.xml (both arms alike; the
@@ -35,8 +36,14 @@ GRIPPER_RANGE = (0.0, 1.0)  # normalised: 0 closed, 1 open
 # policy that moves like its demonstrations is never limited. LeRobot's ALOHA config bounds each
 # command the same way (``max_relative_target``, 5 degrees = 0.087 rad, measured from the present
 # position); tests/integration/test_safety.py checks that no demonstration is limited.
-ARM_MAX_DELTA = {"waist": 0.04, "shoulder": 0.06, "elbow": 0.06, "forearm_roll": 0.66, "wrist_angle": 0.09,
-                 "wrist_rotate": 0.65}
+ARM_MAX_DELTA = {
+    "waist": 0.04,
+    "shoulder": 0.06,
+    "elbow": 0.06,
+    "forearm_roll": 0.66,
+    "wrist_angle": 0.09,
+    "wrist_rotate": 0.65,
+}
 GRIPPER_MAX_DELTA = 0.2
 
 # The 14 numbers of each, in the state/command layout.

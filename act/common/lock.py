@@ -43,8 +43,10 @@ class FolderInUseError(RunError):
 
 def _describe_holder(holder: dict) -> str:
     """``a training run (pid 4242 on host-a since 2025-01-31 10:02:03)`` from a lock file's contents."""
-    return (f"{holder.get('writer', 'another process')} (pid {holder.get('pid', '?')} on "
-            f"{holder.get('host', '?')} since {holder.get('since', '?')})")
+    return (
+        f"{holder.get('writer', 'another process')} (pid {holder.get('pid', '?')} on "
+        f"{holder.get('host', '?')} since {holder.get('since', '?')})"
+    )
 
 
 def _read_holder(fd: int) -> dict | None:
@@ -68,8 +70,9 @@ def _acquire(fd: int, path: Path, fix: str) -> bool:
     except OSError as err:
         if err.errno not in UNSUPPORTED:
             raise
-        log.warning("%s: this filesystem offers no file locks (%s); nothing stops a second writer here",
-                    path, err.strerror)
+        log.warning(
+            "%s: this filesystem offers no file locks (%s); nothing stops a second writer here", path, err.strerror
+        )
         return False
     return True
 
@@ -122,11 +125,21 @@ def folder_lock(folder: str | Path, writer: str, fix: str) -> Iterator[None]:
     try:
         left = _read_holder(fd)
         if left:
-            elsewhere = "" if left.get("host") == socket.gethostname() else (
-                "; if it still runs there, stop one of the two: this filesystem's locks may not reach across machines")
+            elsewhere = (
+                ""
+                if left.get("host") == socket.gethostname()
+                else (
+                    "; if it still runs there, stop one of the two: "
+                    "this filesystem's locks may not reach across machines"
+                )
+            )
             log.warning("%s: %s is gone; taking the folder over%s", path, _describe_holder(left), elsewhere)
-        mine = {"writer": writer, "pid": os.getpid(), "host": socket.gethostname(),
-                "since": time.strftime("%Y-%m-%d %H:%M:%S")}
+        mine = {
+            "writer": writer,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": time.strftime("%Y-%m-%d %H:%M:%S"),
+        }
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(mine) + "\n").encode(), 0)
         _held[folder] = 1

@@ -60,9 +60,12 @@ def worker_pool(workers: int, initializer: Callable[..., None], *initargs) -> It
         initializer(*initargs, None)
         executor: Executor = InlineExecutor()
     else:
-        executor = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                       initializer=_start_worker,
-                                       initargs=(initializer, initargs, threads_per_worker(workers)))
+        executor = ProcessPoolExecutor(
+            workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker,
+            initargs=(initializer, initargs, threads_per_worker(workers)),
+        )
     try:
         yield executor
     finally:

@@ -1,7 +1,7 @@
 """The progress bar of a run of episodes (recording, evaluation): episodes done, a running count beside.
 
-    with EpisodeBar(len(seeds), "eval transfer_cube") as bar:
-        bar.show(4, success="3/4")   # eval transfer_cube:  40%|####  | 4/10 [..., success=3/4]
+with EpisodeBar(len(seeds), "eval transfer_cube") as bar:
+    bar.show(4, success="3/4")   # eval transfer_cube:  40%|####  | 4/10 [..., success=3/4]
 """
 
 from __future__ import annotations

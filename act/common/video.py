@@ -46,8 +46,16 @@ def write_mp4(path: str | Path, frames: Iterable[np.ndarray], fps: int) -> Path:
 
     path = Path(path)
     with atomic_path(path) as tmp:
-        writer = imageio.get_writer(tmp, format="FFMPEG", mode="I", fps=fps, codec="libx264",
-                                    pixelformat="yuv420p", macro_block_size=1, quality=7)
+        writer = imageio.get_writer(
+            tmp,
+            format="FFMPEG",
+            mode="I",
+            fps=fps,
+            codec="libx264",
+            pixelformat="yuv420p",
+            macro_block_size=1,
+            quality=7,
+        )
         count = 0
         try:
             for frame in frames:
@@ -73,7 +81,7 @@ def filmstrip(video: str | Path, out_png: str | Path, frames: int = 8, columns: 
         raise InputError(f"{video} has no frames")
     picks = [images[round(i * (len(images) - 1) / max(1, frames - 1))] for i in range(frames)]
     blank = np.zeros_like(picks[0])
-    rows = [picks[i:i + columns] for i in range(0, len(picks), columns)]
+    rows = [picks[i : i + columns] for i in range(0, len(picks), columns)]
     rows = [np.concatenate(row + [blank] * (columns - len(row)), axis=1) for row in rows]  # (h, columns * w, 3)
     with atomic_path(out_png) as tmp:
         imageio.imwrite(tmp, np.concatenate(rows, axis=0), format="PNG")

@@ -29,25 +29,27 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from act.data.episodes import LEROBOT_INFO, DatasetError, EpisodeIndex, detect_format
-from act.data.lerobot import format as fmt
-from act.data.lerobot import stats as lrstats
-from act.data.lerobot import video, writer
-from act.data.schema import EpisodeFormatError, episode_path, list_episode_files, read_episode_info, write_episode
 from act.common.aloha import FPS
 from act.common.checks import check_setting
 from act.common.errors import InputError
 from act.common.interrupt import stop_point, stop_points
 from act.common.io import write_json
 from act.common.lock import LOCK_NAME, folder_lock
+from act.data.episodes import LEROBOT_INFO, DatasetError, EpisodeIndex, detect_format
+from act.data.lerobot import format as fmt
+from act.data.lerobot import stats as lrstats
+from act.data.lerobot import video, writer
+from act.data.schema import EpisodeFormatError, episode_path, list_episode_files, read_episode_info, write_episode
 
 TARGETS = ("lerobot", "act_hdf5")
 IMAGE_MODES = ("video", "image")
 STAGING = ".convert"  # inside a LeRobot ``out``: parts and records of the episodes done so far
 HDF5_MARKER = ".convert.json"  # inside an HDF5 ``out``: the settings of the unfinished conversion
 # LeRobot's task field is a sentence; our recordings name the task.
-TASK_TEXT = {"transfer_cube": "Pick up the cube with the right arm and transfer it to the left arm.",
-             "insertion": "Insert the peg into the socket."}
+TASK_TEXT = {
+    "transfer_cube": "Pick up the cube with the right arm and transfer it to the left arm.",
+    "insertion": "Insert the peg into the socket.",
+}
 
 
 @dataclass
@@ -106,11 +108,15 @@ def check_out(settings: ConvertSettings, marker: Path) -> bool:
             started = None
         if started == settings.resume_key():
             return True
-        raise InputError(f"out={out} holds an unfinished conversion with other settings ({started}); rerun it with "
-                         "those to finish it, or choose another out")
+        raise InputError(
+            f"out={out} holds an unfinished conversion with other settings ({started}); rerun it with "
+            "those to finish it, or choose another out"
+        )
     what = "a dataset" if detect_format(out) == "lerobot" or list_episode_files(out) else "other files"
-    raise InputError(f"out={out} already holds {what} and is not an unfinished conversion: choose a new or empty "
-                     "out (nothing was written)")
+    raise InputError(
+        f"out={out} already holds {what} and is not an unfinished conversion: choose a new or empty "
+        "out (nothing was written)"
+    )
 
 
 def open_index(settings: ConvertSettings) -> EpisodeIndex:
@@ -120,15 +126,21 @@ def open_index(settings: ConvertSettings) -> EpisodeIndex:
     if found == "lerobot" and want == "act_hdf5":
         raise DatasetError(f"src={settings.src} is already a LeRobot dataset; to=lerobot converts an ACT HDF5 one")
     if found != want:  # no meta/info.json: ACT HDF5 files, or no dataset at all
-        what = "is already an ACT HDF5 dataset" if list_episode_files(settings.src) else \
-            f"is not a LeRobot dataset (it has no {LEROBOT_INFO})"
-        raise DatasetError(f"src={settings.src} {what}; to=act_hdf5 converts a LeRobot v3.0 folder, to=lerobot a "
-                           "folder of episode_*.hdf5 files")
+        what = (
+            "is already an ACT HDF5 dataset"
+            if list_episode_files(settings.src)
+            else f"is not a LeRobot dataset (it has no {LEROBOT_INFO})"
+        )
+        raise DatasetError(
+            f"src={settings.src} {what}; to=act_hdf5 converts a LeRobot v3.0 folder, to=lerobot a "
+            "folder of episode_*.hdf5 files"
+        )
     index = EpisodeIndex(settings.src, format=want)
     fps = index.attrs.get("fps", FPS)
     if fps != FPS:
-        raise DatasetError(f"src={settings.src} was recorded at {fps} fps (attribute 'fps'); ACT and this converter "
-                           f"expect {FPS}")
+        raise DatasetError(
+            f"src={settings.src} was recorded at {fps} fps (attribute 'fps'); ACT and this converter expect {FPS}"
+        )
     return index
 
 
@@ -177,8 +189,9 @@ def _to_lerobot(settings: ConvertSettings, index: EpisodeIndex, progress: Callab
     encoder = video.choose_encoder() if settings.images == "video" else None
     info = video.video_info(encoder[0], height, width, FPS) if encoder else None
     features = {key: fmt.low_dim_feature(low[name].shape[1]) for key, name in vectors.items()}
-    features.update({fmt.camera_key(cam): fmt.image_feature(height, width, settings.images, info)
-                     for cam in index.cameras})
+    features.update(
+        {fmt.camera_key(cam): fmt.image_feature(height, width, settings.images, info) for cam in index.cameras}
+    )
     features.update({key: {"dtype": dtype, "shape": [1], "names": None} for key, dtype in fmt.FRAME_COLUMNS.items()})
     schema = writer.arrow_schema(features)
     tasks = list(dict.fromkeys(_task_text(settings, e.attrs) for e in index.episodes))
@@ -193,8 +206,10 @@ def _to_lerobot(settings: ConvertSettings, index: EpisodeIndex, progress: Callab
         result.notes.append(f"videos encoded with {encoder[0]}: this PyAV build has no libsvtav1")
     for i, info_i, arrays, frames in _pending(index, done, result, progress):
         if set(vectors.values()) - set(arrays):
-            raise DatasetError(f"{info_i.path}: lacks {sorted(set(vectors.values()) - set(arrays))}, which "
-                               f"{index.episodes[0].label} has; all episodes must store the same arrays")
+            raise DatasetError(
+                f"{info_i.path}: lacks {sorted(set(vectors.values()) - set(arrays))}, which "
+                f"{index.episodes[0].label} has; all episodes must store the same arrays"
+            )
         images = {}
         for cam, cam_frames in frames.items():
             if encoder:
@@ -202,12 +217,17 @@ def _to_lerobot(settings: ConvertSettings, index: EpisodeIndex, progress: Callab
             else:
                 images[fmt.camera_key(cam)] = [writer.png(f) for f in cam_frames]
         columns = {key: arrays[name] for key, name in vectors.items()}
-        table = writer.frame_table(schema, columns, images, i, int(first_index[i]),
-                                   tasks.index(_task_text(settings, info_i.attrs)), FPS)
+        table = writer.frame_table(
+            schema, columns, images, i, int(first_index[i]), tasks.index(_task_text(settings, info_i.attrs)), FPS
+        )
         writer.write_parquet(staging / f"episode_{i:06d}.parquet", [table])
-        record = {"length": info_i.length, "attrs": info_i.attrs,
-                  "histograms": {cam: lrstats.pixel_histogram(f[lrstats.sample_indices(len(f))]).tolist()
-                                 for cam, f in frames.items()}}
+        record = {
+            "length": info_i.length,
+            "attrs": info_i.attrs,
+            "histograms": {
+                cam: lrstats.pixel_histogram(f[lrstats.sample_indices(len(f))]).tolist() for cam, f in frames.items()
+            },
+        }
         write_json(staging / f"episode_{i:06d}.json", record)  # last: the episode is done
     _assemble(settings, index, features, schema, tasks)
     shutil.rmtree(staging)
@@ -219,8 +239,14 @@ def _assemble(settings: ConvertSettings, index: EpisodeIndex, features: dict, sc
     out, staging, n = settings.out, settings.out / STAGING, len(index)
     records = [json.loads((staging / f"episode_{i:06d}.json").read_text()) for i in range(n)]
     tables = [pq.read_table(staging / f"episode_{i:06d}.parquet", schema=schema) for i in range(n)]
-    rows = [{"episode_index": i, "tasks": [tasks[int(tables[i].column("task_index")[0].as_py())]],
-             "length": records[i]["length"]} for i in range(n)]
+    rows = [
+        {
+            "episode_index": i,
+            "tasks": [tasks[int(tables[i].column("task_index")[0].as_py())]],
+            "length": records[i]["length"],
+        }
+        for i in range(n)
+    ]
     first = 0
     for row in rows:
         row.update({"dataset_from_index": first, "dataset_to_index": first + row["length"]})
@@ -235,23 +261,28 @@ def _assemble(settings: ConvertSettings, index: EpisodeIndex, features: dict, sc
         if features[key]["dtype"] != "video":
             continue
         parts = [staging / f"episode_{i:06d}.{cam}.mp4" for i in range(n)]
-        for number, group in enumerate(writer.plan_files([p.stat().st_size for p in parts],
-                                                         settings.video_file_mb << 20)):
+        for number, group in enumerate(
+            writer.plan_files([p.stat().st_size for p in parts], settings.video_file_mb << 20)
+        ):
             stop_point()  # assembly only copies: an interrupted one is redone
             lengths = [rows[i]["length"] for i in group]
             video.concatenate([parts[i] for i in group], lengths, writer.video_path(out, key, number), FPS)
             frames_before = 0  # integer frame counts: no float sum drifts (lerobot#3177)
             for i, length in zip(group, lengths):
-                rows[i].update({f"videos/{key}/chunk_index": fmt.chunk_file(number)["chunk_index"],
-                                f"videos/{key}/file_index": fmt.chunk_file(number)["file_index"],
-                                f"videos/{key}/from_timestamp": frames_before / FPS,
-                                f"videos/{key}/to_timestamp": (frames_before + length) / FPS})
+                rows[i].update(
+                    {
+                        f"videos/{key}/chunk_index": fmt.chunk_file(number)["chunk_index"],
+                        f"videos/{key}/file_index": fmt.chunk_file(number)["file_index"],
+                        f"videos/{key}/from_timestamp": frames_before / FPS,
+                        f"videos/{key}/to_timestamp": (frames_before + length) / FPS,
+                    }
+                )
                 frames_before += length
     # Statistics: vectors exactly over every frame; cameras from the summed histograms of the samples.
     dataset_stats, episode_stats = {}, [dict() for _ in range(n)]
     for key, feature in features.items():
         if feature["dtype"] in ("video", "image"):
-            cam = key[len(fmt.IMAGE_PREFIX):]
+            cam = key[len(fmt.IMAGE_PREFIX) :]
             histograms = [np.asarray(r["histograms"][cam], np.int64) for r in records]
             counts = [len(lrstats.sample_indices(r["length"])) for r in records]
             for i in range(n):
@@ -263,13 +294,30 @@ def _assemble(settings: ConvertSettings, index: EpisodeIndex, features: dict, sc
                 episode_stats[i][key] = lrstats.vector_stats(per_episode[i])
             dataset_stats[key] = lrstats.vector_stats(np.concatenate(per_episode))
     for i, row in enumerate(rows):
-        row.update({"meta/episodes/chunk_index": 0, "meta/episodes/file_index": 0,
-                    "act_attrs": json.dumps(records[i]["attrs"])})
-        row.update({f"stats/{key}/{stat}": np.asarray(value).tolist()
-                    for key, values in episode_stats[i].items() for stat, value in values.items()})
-    writer.write_meta(out, fps=FPS, features=features, episode_rows=rows, tasks=tasks,
-                      stats=lrstats.to_json(dataset_stats), data_files=settings.data_file_mb,
-                      video_files=settings.video_file_mb)
+        row.update(
+            {
+                "meta/episodes/chunk_index": 0,
+                "meta/episodes/file_index": 0,
+                "act_attrs": json.dumps(records[i]["attrs"]),
+            }
+        )
+        row.update(
+            {
+                f"stats/{key}/{stat}": np.asarray(value).tolist()
+                for key, values in episode_stats[i].items()
+                for stat, value in values.items()
+            }
+        )
+    writer.write_meta(
+        out,
+        fps=FPS,
+        features=features,
+        episode_rows=rows,
+        tasks=tasks,
+        stats=lrstats.to_json(dataset_stats),
+        data_files=settings.data_file_mb,
+        video_files=settings.video_file_mb,
+    )
 
 
 def _values(table: pa.Table, key: str) -> np.ndarray:
@@ -300,8 +348,16 @@ def _to_hdf5(settings: ConvertSettings, index: EpisodeIndex, progress: Callable[
     for i, info, low, images in _pending(index, done, result, progress):
         attrs = {k: v for k, v in info.attrs.items() if v is not None}
         attrs.setdefault("fps", FPS)
-        write_episode(episode_path(settings.out, i), qpos=low["qpos"], qvel=low.get("qvel"), effort=low.get("effort"),
-                      action=low["action"], images=images, attrs=attrs, compression=settings.compression,
-                      sim=bool(attrs.get("sim", "effort" not in low)))
+        write_episode(
+            episode_path(settings.out, i),
+            qpos=low["qpos"],
+            qvel=low.get("qvel"),
+            effort=low.get("effort"),
+            action=low["action"],
+            images=images,
+            attrs=attrs,
+            compression=settings.compression,
+            sim=bool(attrs.get("sim", "effort" not in low)),
+        )
     marker.unlink()
     return result

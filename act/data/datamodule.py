@@ -8,14 +8,13 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, DistributedSampler
 
+from act.common.checks import check_setting, is_integer
+from act.common.errors import InputError
+from act.common.pool import threads_per_worker
 from act.data.dataset import ChunkDataset, StepSampler, split_episodes
 from act.data.episodes import FORMATS, EpisodeIndex
 from act.data.stats import load_or_compute_stats
 from act.data.values import check_values
-from act.common.checks import check_setting, is_integer
-from act.common.errors import InputError
-from act.common.pool import threads_per_worker
-
 
 MAX_AUTO_WORKERS = 8  # enough to keep a GPU fed with 480x640 frames read from HDF5
 
@@ -53,10 +52,20 @@ class ACTDataModule(L.LightningDataModule):
     DDP each rank trains on its own samples and validates its share of the validation samples.
     """
 
-    def __init__(self, dataset_dir: str, cameras: Sequence[str] | None = None, chunk_size: int = 100,
-                 batch_size: int = 8, num_workers: int | str = 2, val_fraction: float = 0.2, split_seed: int = 0,
-                 samples_per_episode: int = 1, cache_images: bool = False, sample_seed: int = 0,
-                 format: str = "auto"):
+    def __init__(
+        self,
+        dataset_dir: str,
+        cameras: Sequence[str] | None = None,
+        chunk_size: int = 100,
+        batch_size: int = 8,
+        num_workers: int | str = 2,
+        val_fraction: float = 0.2,
+        split_seed: int = 0,
+        samples_per_episode: int = 1,
+        cache_images: bool = False,
+        sample_seed: int = 0,
+        format: str = "auto",
+    ):
         super().__init__()
         if batch_size <= 0:
             raise InputError(f"batch_size must be positive, got {batch_size}")
@@ -86,13 +95,20 @@ class ACTDataModule(L.LightningDataModule):
         self.index = index
         self.stats = load_or_compute_stats(self.index)
         train_ids, val_ids = split_episodes(len(self.index), self.val_fraction, self.split_seed)
-        self.train_set = ChunkDataset(self.index, train_ids, self.chunk_size, self.samples_per_episode,
-                                      self.cache_images)
+        self.train_set = ChunkDataset(
+            self.index, train_ids, self.chunk_size, self.samples_per_episode, self.cache_images
+        )
         # Validation items are fixed (episode, start) pairs: the same samples at every check.
         self.val_set = None
         if val_ids:
-            self.val_set = ChunkDataset(self.index, val_ids, self.chunk_size, self.samples_per_episode,
-                                        self.cache_images, sample_seed=self.sample_seed + 1)
+            self.val_set = ChunkDataset(
+                self.index,
+                val_ids,
+                self.chunk_size,
+                self.samples_per_episode,
+                self.cache_images,
+                sample_seed=self.sample_seed + 1,
+            )
 
     def workers(self) -> int:
         """``num_workers``, with ``auto`` worked out for the trainer's processes on this machine."""
@@ -105,16 +121,27 @@ class ACTDataModule(L.LightningDataModule):
         # exact resume relies on.
         generator = torch.Generator().manual_seed(self.sample_seed)
         workers = self.workers()
-        return DataLoader(dataset, batch_size=self.batch_size, num_workers=workers,
-                          persistent_workers=workers > 0, pin_memory=torch.cuda.is_available(),
-                          generator=generator, **kwargs)
+        return DataLoader(
+            dataset,
+            batch_size=self.batch_size,
+            num_workers=workers,
+            persistent_workers=workers > 0,
+            pin_memory=torch.cuda.is_available(),
+            generator=generator,
+            **kwargs,
+        )
 
     def train_dataloader(self) -> DataLoader:
         trainer = self.trainer
         if trainer is not None and trainer.max_steps and trainer.max_steps > 0:
             self.train_set.sample_seed = self.sample_seed
-            sampler = StepSampler(self.batch_size, trainer.max_steps, current_step=lambda: trainer.global_step,
-                                  rank=trainer.global_rank, world=trainer.world_size)
+            sampler = StepSampler(
+                self.batch_size,
+                trainer.max_steps,
+                current_step=lambda: trainer.global_step,
+                rank=trainer.global_rank,
+                world=trainer.world_size,
+            )
             return self._loader(self.train_set, sampler=sampler)
         self.train_set.sample_seed = None
         return self._loader(self.train_set, shuffle=True)
@@ -127,6 +154,7 @@ class ACTDataModule(L.LightningDataModule):
             return self._loader(self.val_set, shuffle=False)
         # Each rank validates its share (``sync_dist`` averages them). Lightning's own distributed
         # sampler is off (``use_distributed_sampler: false``): it would also wrap the training sampler.
-        sampler = DistributedSampler(self.val_set, num_replicas=trainer.world_size, rank=trainer.global_rank,
-                                     shuffle=False)
+        sampler = DistributedSampler(
+            self.val_set, num_replicas=trainer.world_size, rank=trainer.global_rank, shuffle=False
+        )
         return self._loader(self.val_set, sampler=sampler)

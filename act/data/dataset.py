@@ -9,8 +9,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from act.data.episodes import EpisodeIndex
 from act.common.errors import InputError
+from act.data.episodes import EpisodeIndex
 
 
 class ChunkDataset(Dataset):
@@ -35,8 +35,15 @@ class ChunkDataset(Dataset):
     for every source the index reads (HDF5 files, a LeRobot folder): same episodes, same samples.
     """
 
-    def __init__(self, index: EpisodeIndex, episode_ids: Sequence[int], chunk_size: int,
-                 samples_per_episode: int = 1, cache_images: bool = False, sample_seed: int | None = None):
+    def __init__(
+        self,
+        index: EpisodeIndex,
+        episode_ids: Sequence[int],
+        chunk_size: int,
+        samples_per_episode: int = 1,
+        cache_images: bool = False,
+        sample_seed: int | None = None,
+    ):
         if chunk_size <= 0:
             raise InputError(f"chunk_size must be positive, got {chunk_size}")
         if samples_per_episode <= 0:
@@ -86,7 +93,7 @@ class ChunkDataset(Dataset):
         steps = len(low["action"])
         if not 0 <= start < steps:
             raise IndexError(f"start {start} outside episode {episode} of length {steps}")
-        actions = low["action"][start:start + self.chunk_size]  # (n <= k, A), never past the end
+        actions = low["action"][start : start + self.chunk_size]  # (n <= k, A), never past the end
         n = len(actions)
         action = np.zeros((self.chunk_size, actions.shape[1]), np.float32)
         action[:n] = actions
@@ -94,9 +101,12 @@ class ChunkDataset(Dataset):
         is_pad[n:] = True
         qpos = low["qpos"][start]
         images = self.frames(episode, start).transpose(0, 3, 1, 2)  # (C, H, W, 3) -> (C, 3, H, W)
-        return {"qpos": torch.from_numpy(qpos.astype(np.float32)),
-                "images": torch.from_numpy(np.ascontiguousarray(images)),
-                "action": torch.from_numpy(action), "is_pad": torch.from_numpy(is_pad)}
+        return {
+            "qpos": torch.from_numpy(qpos.astype(np.float32)),
+            "images": torch.from_numpy(np.ascontiguousarray(images)),
+            "action": torch.from_numpy(action),
+            "is_pad": torch.from_numpy(is_pad),
+        }
 
     def __getitem__(self, item: int) -> dict[str, torch.Tensor]:
         if self.sample_seed is not None:
@@ -120,8 +130,14 @@ class StepSampler(torch.utils.data.Sampler):
     resuming at step N continues the stream exactly, and ranks never draw the same item.
     """
 
-    def __init__(self, batch_size: int, max_steps: int, current_step: Callable[[], int] = lambda: 0,
-                 rank: int = 0, world: int = 1):
+    def __init__(
+        self,
+        batch_size: int,
+        max_steps: int,
+        current_step: Callable[[], int] = lambda: 0,
+        rank: int = 0,
+        world: int = 1,
+    ):
         self.batch_size, self.max_steps, self.current_step = batch_size, max_steps, current_step
         self.rank, self.world = rank, world
 

@@ -8,9 +8,9 @@ from typing import Sequence
 
 import numpy as np
 
-from act.data.schema import EpisodeInfo, list_episode_files
 from act.common.checks import check_setting
 from act.common.errors import InputError
+from act.data.schema import EpisodeInfo, list_episode_files
 
 FORMATS = ("auto", "act_hdf5", "lerobot")
 LEROBOT_INFO = Path("meta") / "info.json"  # the file that marks a LeRobot folder (lerobot/format.py)
@@ -31,22 +31,30 @@ def detect_format(folder: Path | str, format: str = "auto") -> str:
 def open_source(folder: Path, format: str = "auto"):
     """The episode source of ``folder`` (see ``act/data/sources.py``); ``DatasetError`` if there is none."""
     if not folder.is_dir():
-        raise DatasetError(f"dataset folder {folder} does not exist; record one with "
-                           f"`python scripts/record_demos.py task=<task> out_dir={folder}`")
+        raise DatasetError(
+            f"dataset folder {folder} does not exist; record one with "
+            f"`python scripts/record_demos.py task=<task> out_dir={folder}`"
+        )
     if detect_format(folder, format) == "lerobot":
         try:
             from act.data.lerobot.reader import LeRobotSource
         except ImportError as err:
-            raise DatasetError(f"{folder} is a LeRobot dataset; reading it needs pyarrow and av: "
-                               f"pip install -e .[lerobot] ({err})") from err
+            raise DatasetError(
+                f"{folder} is a LeRobot dataset; reading it needs pyarrow and av: pip install -e .[lerobot] ({err})"
+            ) from err
         return LeRobotSource(folder)
     from act.data.sources import HDF5Source
 
     files = list_episode_files(folder)
     if not files:
-        fix = "it has meta/info.json: data.format=lerobot or auto reads it" if (folder / LEROBOT_INFO).is_file() \
-            else (f"record demonstrations into it with `python scripts/record_demos.py task=<task> out_dir={folder}`, "
-                  "or point at a folder of episode_*.hdf5 files or a LeRobot v3.0 folder (with meta/info.json)")
+        fix = (
+            "it has meta/info.json: data.format=lerobot or auto reads it"
+            if (folder / LEROBOT_INFO).is_file()
+            else (
+                f"record demonstrations into it with `python scripts/record_demos.py task=<task> out_dir={folder}`, "
+                "or point at a folder of episode_*.hdf5 files or a LeRobot v3.0 folder (with meta/info.json)"
+            )
+        )
         raise DatasetError(f"dataset folder {folder} holds no episode_*.hdf5 files; {fix}")
     return HDF5Source(folder, files)
 
@@ -75,15 +83,21 @@ class EpisodeIndex:
             cameras = first.cameras
         missing = [c for c in cameras if c not in first.cameras]
         if missing:
-            raise DatasetError(f"camera(s) {missing} not in dataset {self.folder}; it has {list(first.cameras)} "
-                               f"(train on them with task.cameras=[{','.join(first.cameras)}])")
+            raise DatasetError(
+                f"camera(s) {missing} not in dataset {self.folder}; it has {list(first.cameras)} "
+                f"(train on them with task.cameras=[{','.join(first.cameras)}])"
+            )
         self.cameras: tuple[str, ...] = tuple(cameras)
         self._low_dim: dict[int, dict[str, np.ndarray]] = {}
 
     def _check_consistent(self) -> None:
         first = self.episodes[0]
-        for key, describe in (("cameras", "camera sets"), ("image_shape", "image shapes"),
-                              ("state_dim", "state dimensions"), ("action_dim", "action dimensions")):
+        for key, describe in (
+            ("cameras", "camera sets"),
+            ("image_shape", "image shapes"),
+            ("state_dim", "state dimensions"),
+            ("action_dim", "action dimensions"),
+        ):
             values = {}
             for info in self.episodes:
                 values.setdefault(getattr(info, key), info.label)

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
+from act.common.aloha import JOINT_NAMES
+from act.common.video import tile, write_mp4
 from act.data.episodes import DatasetError, EpisodeIndex, detect_format
 from act.data.schema import EpisodeFormatError, list_episode_files, read_episode_info, read_frame, read_low_dim
 from act.data.values import value_problems
-from act.common.aloha import JOINT_NAMES
-from act.common.video import tile, write_mp4
 
 
 def summary(folder: Path | str) -> tuple[list[dict], dict]:
@@ -20,22 +20,40 @@ def summary(folder: Path | str) -> tuple[list[dict], dict]:
     lerobot = index.format == "lerobot"  # many episodes per file: sizes are the folder's
     rows = []
     for i, info in enumerate(index.episodes):
-        rows.append({"episode": info.label, "length": info.length, "cameras": ",".join(info.cameras),
-                     "resolution": "x".join(str(v) for v in info.image_shape[:2]),
-                     "seed": info.attrs.get("seed", "-"), "success": info.attrs.get("success", "-"),
-                     "max_reward": info.attrs.get("max_reward", "-"),
-                     "size_mb": "-" if lerobot else info.path.stat().st_size / 1e6})
+        rows.append(
+            {
+                "episode": info.label,
+                "length": info.length,
+                "cameras": ",".join(info.cameras),
+                "resolution": "x".join(str(v) for v in info.image_shape[:2]),
+                "seed": info.attrs.get("seed", "-"),
+                "success": info.attrs.get("success", "-"),
+                "max_reward": info.attrs.get("max_reward", "-"),
+                "size_mb": "-" if lerobot else info.path.stat().st_size / 1e6,
+            }
+        )
     actions = np.concatenate([index.low_dim(i)["action"] for i in range(len(index))])
     successes = [r["success"] for r in rows if r["success"] != "-"]
-    size_mb = sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file()) / 1e6 if lerobot \
+    size_mb = (
+        sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file()) / 1e6
+        if lerobot
         else sum(r["size_mb"] for r in rows)
-    totals = {"episodes": len(rows), "steps": int(index.lengths.sum()), "cameras": list(index.cameras),
-              "resolution": list(index.image_shape[:2]), "size_mb": size_mb, "format": index.format,
-              "arrays": sorted(index.low_dim(0)),
-              "task": index.attrs.get("task", "-"), "expert": index.attrs.get("expert", "-"),
-              "sim": index.attrs.get("sim", "-"),
-              "success_rate": float(np.mean(successes)) if successes else None,
-              "action_min": actions.min(axis=0).tolist(), "action_max": actions.max(axis=0).tolist()}
+    )
+    totals = {
+        "episodes": len(rows),
+        "steps": int(index.lengths.sum()),
+        "cameras": list(index.cameras),
+        "resolution": list(index.image_shape[:2]),
+        "size_mb": size_mb,
+        "format": index.format,
+        "arrays": sorted(index.low_dim(0)),
+        "task": index.attrs.get("task", "-"),
+        "expert": index.attrs.get("expert", "-"),
+        "sim": index.attrs.get("sim", "-"),
+        "success_rate": float(np.mean(successes)) if successes else None,
+        "action_min": actions.min(axis=0).tolist(),
+        "action_max": actions.max(axis=0).tolist(),
+    }
     return rows, totals
 
 
@@ -47,10 +65,13 @@ def format_summary(rows: list[dict], totals: dict) -> str:
     line = lambda vals: "  ".join(v.ljust(w) for v, w in zip(vals, widths))  # noqa: E731
     out = [line(cols), line(["-" * w for w in widths])] + [line(row) for row in cells]
     rate = "-" if totals["success_rate"] is None else f"{totals['success_rate']:.2f}"
-    out += ["", f"task {totals['task']} | expert {totals['expert']} | {totals['episodes']} episodes, {totals['steps']} steps | cameras "
-            f"{totals['cameras']} at {totals['resolution'][0]}x{totals['resolution'][1]} | success {rate} | "
-            f"{totals['size_mb']:.1f} MB on disk | {totals['format']}: {', '.join(totals['arrays'])}",
-            "action ranges (min .. max):"]
+    out += [
+        "",
+        f"task {totals['task']} | expert {totals['expert']} | {totals['episodes']} episodes, {totals['steps']} steps | "
+        f"cameras {totals['cameras']} at {totals['resolution'][0]}x{totals['resolution'][1]} | success {rate} | "
+        f"{totals['size_mb']:.1f} MB on disk | {totals['format']}: {', '.join(totals['arrays'])}",
+        "action ranges (min .. max):",
+    ]
     for name, lo, hi in zip(JOINT_NAMES, totals["action_min"], totals["action_max"]):
         out.append(f"  {name:20s} {lo:8.3f} .. {hi:8.3f}")
     return "\n".join(out)
@@ -116,8 +137,10 @@ def validate_lerobot(folder: Path) -> list[str]:
         for stat, computed in (("mean", values.mean(0)), ("std", values.std(0))):
             stored = np.asarray(stats.get(key, {}).get(stat, []), dtype=np.float64)
             if stored.shape != computed.shape or not np.allclose(stored, computed, rtol=1e-3, atol=1e-5):
-                problems.append(f"{stats_path}: {key} {stat} does not match the data (largest difference "
-                                f"{np.abs(stored - computed).max() if stored.shape == computed.shape else 'shape'})")
+                problems.append(
+                    f"{stats_path}: {key} {stat} does not match the data (largest difference "
+                    f"{np.abs(stored - computed).max() if stored.shape == computed.shape else 'shape'})"
+                )
     return problems
 
 
@@ -126,8 +149,8 @@ def export_episode(folder: Path | str, episode: int, out_dir: Path | str) -> tup
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import h5py
+    import matplotlib.pyplot as plt
 
     folder, out_dir = Path(folder), Path(out_dir)
     if detect_format(folder) == "lerobot":
@@ -137,14 +160,18 @@ def export_episode(folder: Path | str, episode: int, out_dir: Path | str) -> tup
         info, reader, low = index.episodes[episode], index.open_frames(), index.low_dim(episode)
         per_camera = {cam: reader.episode_frames(episode, cam) for cam in info.cameras}  # cam -> (T, H, W, 3)
         fps, title = index.source.info.fps, f"{folder.name} {info.label}"
-        video = write_mp4(out_dir / f"episode_{episode}.mp4",
-                          (tile({cam: f[t] for cam, f in per_camera.items()}) for t in range(info.length)), fps=fps)
+        video = write_mp4(
+            out_dir / f"episode_{episode}.mp4",
+            (tile({cam: f[t] for cam, f in per_camera.items()}) for t in range(info.length)),
+            fps=fps,
+        )
     else:
         path = folder / f"episode_{episode}.hdf5"
         info, title = read_episode_info(path), path.name
         with h5py.File(path, "r") as root:
-            frames = (tile({cam: read_frame(root, cam, t, info.jpeg) for cam in info.cameras})
-                      for t in range(info.length))
+            frames = (
+                tile({cam: read_frame(root, cam, t, info.jpeg) for cam in info.cameras}) for t in range(info.length)
+            )
             fps = int(info.attrs.get("fps", 50))
             video = write_mp4(out_dir / f"episode_{episode}.mp4", frames, fps=fps)
         low = read_low_dim(path)

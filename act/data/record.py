@@ -152,22 +152,30 @@ def scan_existing(settings: RecordSettings) -> dict[int, int]:
             continue
         task = info.attrs.get("task")
         if task != settings.task:
-            raise InputError(f"{folder} already holds episodes of task {task!r} (e.g. {path.name}); "
-                             f"record {settings.task!r} into another out_dir")
+            raise InputError(
+                f"{folder} already holds episodes of task {task!r} (e.g. {path.name}); "
+                f"record {settings.task!r} into another out_dir"
+            )
         quality = info.attrs.get("render_quality")
         if quality is not None and quality != settings.render_quality:
-            raise InputError(f"{folder} holds episodes rendered at quality {quality!r} (e.g. {path.name}), not "
-                             f"{settings.render_quality!r}; use another out_dir or render_quality={quality}")
+            raise InputError(
+                f"{folder} holds episodes rendered at quality {quality!r} (e.g. {path.name}), not "
+                f"{settings.render_quality!r}; use another out_dir or render_quality={quality}"
+            )
         expert = info.attrs.get("expert")
         if expert is not None and expert != settings.expert.name:
-            raise InputError(f"{folder} holds demonstrations of the {expert} expert (e.g. {path.name}), not the "
-                             f"{settings.expert.name} expert; record into another out_dir (e.g. "
-                             f"{str(folder).rstrip('/')}_{settings.expert.name}), or expert={expert}")
+            raise InputError(
+                f"{folder} holds demonstrations of the {expert} expert (e.g. {path.name}), not the "
+                f"{settings.expert.name} expert; record into another out_dir (e.g. "
+                f"{str(folder).rstrip('/')}_{settings.expert.name}), or expert={expert}"
+            )
         if set(info.cameras) != set(settings.cameras) or info.image_shape[:2] != settings.image_size:
             (h, w), (want_h, want_w) = info.image_shape[:2], settings.image_size
-            raise InputError(f"{folder} holds episodes with cameras {list(info.cameras)} at {h}x{w}, not "
-                             f"{list(settings.cameras)} at {want_h}x{want_w}; record into another out_dir, or add "
-                             f"to these with cameras=[{','.join(info.cameras)}] image_size=[{h},{w}]")
+            raise InputError(
+                f"{folder} holds episodes with cameras {list(info.cameras)} at {h}x{w}, not "
+                f"{list(settings.cameras)} at {want_h}x{want_w}; record into another out_dir, or add "
+                f"to these with cameras=[{','.join(info.cameras)}] image_size=[{h},{w}]"
+            )
         existing[index] = int(info.attrs.get("seed", -1))
     return existing
 
@@ -186,8 +194,13 @@ def _init_worker(settings: RecordSettings, threads: int | None) -> None:
         # at 480x640 on 2 cores). Must be set before the first GL context of this process.
         os.environ.setdefault("LP_NUM_THREADS", str(threads))
     _SETTINGS = settings
-    _RECORDER = DemonstrationRecorder(settings.task, cameras=settings.cameras, image_size=settings.image_size,
-                                      render_quality=settings.render_quality, expert=settings.expert)
+    _RECORDER = DemonstrationRecorder(
+        settings.task,
+        cameras=settings.cameras,
+        image_size=settings.image_size,
+        render_quality=settings.render_quality,
+        expert=settings.expert,
+    )
 
 
 def _record_seed(seed: int) -> dict:
@@ -198,20 +211,46 @@ def _record_seed(seed: int) -> dict:
     if episode.success:
         s = _SETTINGS
         pending = s.out_dir / f".seed_{seed}{PENDING_SUFFIX}"
-        attrs = {"task": s.task, "seed": seed, "fps": FPS, "success": True, "max_reward": episode.max_reward,
-                 "cameras": np.array(s.cameras, dtype=h5py.string_dtype()), "image_size": list(s.image_size),
-                 "render_quality": s.render_quality, "episode_len": len(episode.action),
-                 "expert": s.expert.name, "expert_settings": json.dumps(s.expert.to_dict()),
-                 "expert_choices": json.dumps(episode.expert_choices), "compression": s.compression}
-        write_episode(pending, qpos=episode.qpos, qvel=episode.qvel, action=episode.action,
-                      images=episode.images, reward=episode.rewards, attrs=attrs, compression=s.compression)
-    return {"seed": seed, "success": episode.success, "max_reward": episode.max_reward,
-            "pending": str(pending) if pending else None, "seconds": time.perf_counter() - start}
+        attrs = {
+            "task": s.task,
+            "seed": seed,
+            "fps": FPS,
+            "success": True,
+            "max_reward": episode.max_reward,
+            "cameras": np.array(s.cameras, dtype=h5py.string_dtype()),
+            "image_size": list(s.image_size),
+            "render_quality": s.render_quality,
+            "episode_len": len(episode.action),
+            "expert": s.expert.name,
+            "expert_settings": json.dumps(s.expert.to_dict()),
+            "expert_choices": json.dumps(episode.expert_choices),
+            "compression": s.compression,
+        }
+        write_episode(
+            pending,
+            qpos=episode.qpos,
+            qvel=episode.qvel,
+            action=episode.action,
+            images=episode.images,
+            reward=episode.rewards,
+            attrs=attrs,
+            compression=s.compression,
+        )
+    return {
+        "seed": seed,
+        "success": episode.success,
+        "max_reward": episode.max_reward,
+        "pending": str(pending) if pending else None,
+        "seconds": time.perf_counter() - start,
+    }
 
 
 # -- main side --------------------------------------------------------------------------------
-def record(settings: RecordSettings, progress: Callable[[dict, int], None] | None = None,
-           existing: dict[int, int] | None = None) -> RecordResult:
+def record(
+    settings: RecordSettings,
+    progress: Callable[[dict, int], None] | None = None,
+    existing: dict[int, int] | None = None,
+) -> RecordResult:
     """Record until ``num_episodes`` successful episodes exist in ``out_dir``.
 
     ``progress(result, episodes_on_disk)`` is called after each seed. ``existing``: the result of
@@ -246,8 +285,10 @@ def record(settings: RecordSettings, progress: Callable[[dict, int], None] | Non
                         inflight.append(executor.submit(_record_seed, next(seed_iter)))
                         result.attempts += 1
                     if not inflight:
-                        raise RunError(f"the {settings.task} expert succeeded on only {result.recorded} of "
-                                       f"{result.attempts} seeds; stopped at max_attempts={settings.max_attempts}")
+                        raise RunError(
+                            f"the {settings.task} expert succeeded on only {result.recorded} of "
+                            f"{result.attempts} seeds; stopped at max_attempts={settings.max_attempts}"
+                        )
                     outcome = inflight.popleft().result()  # in seed order: episode numbers follow seeds
                     if outcome["pending"]:
                         os.replace(outcome["pending"], episode_path(settings.out_dir, missing.pop(0)))
@@ -282,15 +323,25 @@ def record_with_bar(settings: RecordSettings) -> RecordResult:
 
 def recording_summary(settings: RecordSettings, result: RecordResult) -> dict:
     """A JSON-able summary of a recording run."""
-    return {"task": settings.task, "expert": settings.expert.name, "expert_settings": settings.expert.to_dict(),
-            "num_episodes": settings.num_episodes, "kept": result.kept,
-            "recorded": result.recorded, "attempts": result.attempts, "failed_seeds": result.failures,
-            "expert_success_rate": result.expert_success_rate,
-            "wall_time_s": result.wall_time_s,
-            "s_per_episode": result.wall_time_s / result.recorded if result.recorded else None,
-            "cameras": list(settings.cameras), "image_size": list(settings.image_size),
-            "render_quality": settings.render_quality, "compression": settings.compression,
-            "workers": settings.workers, "out_dir": str(settings.out_dir)}
+    return {
+        "task": settings.task,
+        "expert": settings.expert.name,
+        "expert_settings": settings.expert.to_dict(),
+        "num_episodes": settings.num_episodes,
+        "kept": result.kept,
+        "recorded": result.recorded,
+        "attempts": result.attempts,
+        "failed_seeds": result.failures,
+        "expert_success_rate": result.expert_success_rate,
+        "wall_time_s": result.wall_time_s,
+        "s_per_episode": result.wall_time_s / result.recorded if result.recorded else None,
+        "cameras": list(settings.cameras),
+        "image_size": list(settings.image_size),
+        "render_quality": settings.render_quality,
+        "compression": settings.compression,
+        "workers": settings.workers,
+        "out_dir": str(settings.out_dir),
+    }
 
 
 def rate_note(settings: RecordSettings, result: RecordResult) -> str:

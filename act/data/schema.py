@@ -155,8 +155,14 @@ def _check(root: h5py.File, deep: bool) -> tuple[list[str], dict]:
                     read_frame(root, cam, -1, jpeg)
                 except Exception as err:  # noqa: BLE001
                     problems.append(f"camera {cam!r}: last frame unreadable ({err})")
-    facts.update(cameras=cameras, image_shape=next(iter(shapes)) if shapes else None, jpeg=jpeg,
-                 length=lengths.get(QPOS, 0), state_dim=root[QPOS].shape[-1], action_dim=root[ACTION].shape[-1])
+    facts.update(
+        cameras=cameras,
+        image_shape=next(iter(shapes)) if shapes else None,
+        jpeg=jpeg,
+        length=lengths.get(QPOS, 0),
+        state_dim=root[QPOS].shape[-1],
+        action_dim=root[ACTION].shape[-1],
+    )
     return problems, facts
 
 
@@ -183,9 +189,16 @@ def read_episode_info(path: Path | str, deep: bool = False) -> EpisodeInfo:
         if problems:
             raise EpisodeFormatError(path, problems)
         attrs = {k: _plain(v) for k, v in root.attrs.items()}
-    return EpisodeInfo(path=path, length=int(facts["length"]), state_dim=int(facts["state_dim"]),
-                       action_dim=int(facts["action_dim"]), cameras=facts["cameras"],
-                       image_shape=facts["image_shape"], jpeg=facts["jpeg"], attrs=attrs)
+    return EpisodeInfo(
+        path=path,
+        length=int(facts["length"]),
+        state_dim=int(facts["state_dim"]),
+        action_dim=int(facts["action_dim"]),
+        cameras=facts["cameras"],
+        image_shape=facts["image_shape"],
+        jpeg=facts["jpeg"],
+        attrs=attrs,
+    )
 
 
 def read_low_dim(path: Path | str) -> dict[str, np.ndarray]:
@@ -213,10 +226,20 @@ def _plain(value):
     return value
 
 
-def write_episode(path: Path | str, *, qpos: np.ndarray, action: np.ndarray, images: Mapping[str, np.ndarray],
-                  qvel: np.ndarray | None = None, effort: np.ndarray | None = None, reward: np.ndarray | None = None,
-                  attrs: Mapping | None = None, compression: str = "none", sim: bool = True,
-                  extra: Mapping[str, np.ndarray] | None = None) -> Path:
+def write_episode(
+    path: Path | str,
+    *,
+    qpos: np.ndarray,
+    action: np.ndarray,
+    images: Mapping[str, np.ndarray],
+    qvel: np.ndarray | None = None,
+    effort: np.ndarray | None = None,
+    reward: np.ndarray | None = None,
+    attrs: Mapping | None = None,
+    compression: str = "none",
+    sim: bool = True,
+    extra: Mapping[str, np.ndarray] | None = None,
+) -> Path:
     """Write one episode atomically (temporary file, then rename) and return its path.
 
     Args:
@@ -240,8 +263,9 @@ def write_episode(path: Path | str, *, qpos: np.ndarray, action: np.ndarray, ima
             raise InputError(f"{path.name}: extra dataset /{key} must have {steps} steps and a name of its own")
     for cam, frames in images.items():
         if frames.ndim != 4 or frames.shape[0] != steps or frames.shape[-1] != 3 or frames.dtype != np.uint8:
-            raise InputError(f"{path.name}: camera {cam!r} must be ({steps}, H, W, 3) uint8, "
-                             f"got {frames.shape} {frames.dtype}")
+            raise InputError(
+                f"{path.name}: camera {cam!r} must be ({steps}, H, W, 3) uint8, got {frames.shape} {frames.dtype}"
+            )
     options = {} if compression == "none" else {"compression": compression}
     with atomic_path(path) as tmp:
         with h5py.File(tmp, "w") as root:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from act.data.episodes import EpisodeIndex
 from act.common.io import write_json
+from act.data.episodes import EpisodeIndex
 
 STATS_FILE = "dataset_stats.json"
 MIN_STD = 1e-2  # as in the paper's code: a near-constant dimension (a closed gripper) is not blown up
@@ -47,8 +47,14 @@ def load_or_compute_stats(index: EpisodeIndex) -> dict[str, np.ndarray]:
             log.warning("ignoring unreadable stats cache %s", path)
     stats = compute_stats(index)
     try:
-        write_json(path, {"fingerprint": fingerprint, "num_episodes": len(index),
-                          "stats": {k: v.tolist() for k, v in stats.items()}})
+        write_json(
+            path,
+            {
+                "fingerprint": fingerprint,
+                "num_episodes": len(index),
+                "stats": {k: v.tolist() for k, v in stats.items()},
+            },
+        )
     except OSError as err:  # a read-only dataset still trains
         log.warning("could not cache stats at %s: %s", path, err)
     return stats

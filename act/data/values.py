@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from act.data.episodes import DatasetError, EpisodeIndex
 from act.common.aloha import JOINT_LOWER, JOINT_UPPER, STATE_DIM, joint_name
+from act.data.episodes import DatasetError, EpisodeIndex
 
 TURN = 2 * math.pi  # rad: how far past its range a joint reading is still taken as a joint reading
 MIN_SLACK = 1e-3  # room around stored statistics of a dimension that never moved (a gripper held closed)
@@ -45,8 +45,13 @@ def bounds(index: EpisodeIndex, key: str, dim: int) -> list[Bounds]:
         slack = np.maximum(high - low, MIN_SLACK)
         found.append(Bounds(low - slack, high + slack, "the min..max of meta/stats.json, widened by their span"))
     if dim == STATE_DIM:
-        found.append(Bounds(np.asarray(JOINT_LOWER) - TURN, np.asarray(JOINT_UPPER) + TURN,
-                            "the ALOHA joint range widened by one turn"))
+        found.append(
+            Bounds(
+                np.asarray(JOINT_LOWER) - TURN,
+                np.asarray(JOINT_UPPER) + TURN,
+                "the ALOHA joint range widened by one turn",
+            )
+        )
     return found
 
 
@@ -75,9 +80,11 @@ def value_problems(index: EpisodeIndex) -> list[str]:
                 bad = _outside(values, limits)
                 if bad.any():
                     step, d = _largest(values, bad)
-                    problems.append(f"{where}: {key} has {int(bad.sum())} value(s) outside {limits.source}, e.g. "
-                                    f"{values[step, d]:g} at step {step} for {joint_name(d, values.shape[1])} "
-                                    f"(allowed {limits.lower[d]:.3g}..{limits.upper[d]:.3g})")
+                    problems.append(
+                        f"{where}: {key} has {int(bad.sum())} value(s) outside {limits.source}, e.g. "
+                        f"{values[step, d]:g} at step {step} for {joint_name(d, values.shape[1])} "
+                        f"(allowed {limits.lower[d]:.3g}..{limits.upper[d]:.3g})"
+                    )
                     break
     return problems
 
@@ -86,7 +93,13 @@ def check_values(index: EpisodeIndex) -> None:
     """Raise ``DatasetError`` naming the first corrupt file (and how many there are) unless every value is plausible."""
     problems = value_problems(index)
     if problems:
-        more = f" ({len(problems) - 1} more episode(s) too: `python scripts/inspect_dataset.py validate " \
-               f"{index.folder}` lists them)" if len(problems) > 1 else ""
-        raise DatasetError(f"{problems[0]}{more}: the file is corrupt; replace it (record, convert or download it "
-                           f"again) or move it out of {index.folder}")
+        more = (
+            f" ({len(problems) - 1} more episode(s) too: `python scripts/inspect_dataset.py validate "
+            f"{index.folder}` lists them)"
+            if len(problems) > 1
+            else ""
+        )
+        raise DatasetError(
+            f"{problems[0]}{more}: the file is corrupt; replace it (record, convert or download it "
+            f"again) or move it out of {index.folder}"
+        )

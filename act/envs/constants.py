@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from act.common.aloha import ARM_JOINTS, DT, FPS, STATE_DIM  # noqa: F401 - the robot's interface, for the sim's modules
+
 EPISODE_LEN = 400  # control steps of a scripted episode, both tasks
 MAX_REWARD = 4  # the last reward stage of both tasks: an episode succeeds when it reaches it
 

@@ -58,19 +58,25 @@ class DemonstrationRecorder:
             ``act.envs.human_like.HumanLikeSettings``.
     """
 
-    def __init__(self, task: str, cameras: Sequence[str] = (), image_size: Sequence[int] = (480, 640),
-                 render_quality: str = "fast", expert=ScriptedSettings()):
+    def __init__(
+        self,
+        task: str,
+        cameras: Sequence[str] = (),
+        image_size: Sequence[int] = (480, 640),
+        render_quality: str = "fast",
+        expert=ScriptedSettings(),
+    ):
         self.task = task
         self.expert = expert
         self.expert_choices: dict = {}  # what the expert of the latest ee pass drew
         self.ee_env = make_env(task, "ee", cameras=(), image_size=image_size, render_quality=render_quality)
-        self.joint_env = make_env(task, "joint", cameras=cameras, image_size=image_size,
-                                  render_quality=render_quality)
+        self.joint_env = make_env(task, "joint", cameras=cameras, image_size=image_size, render_quality=render_quality)
         self.cameras = self.joint_env.task.cameras
         self.episode_len = self.joint_env.episode_len
 
-    def expert_joint_trajectory(self, seed: int, object_poses: np.ndarray | None = None
-                                ) -> tuple[np.ndarray, np.ndarray, int]:
+    def expert_joint_trajectory(
+        self, seed: int, object_poses: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, int]:
         """Pass 1: (joint targets (T, 14), object poses at t = 0, max ee reward) for ``seed``.
 
         ``object_poses`` (an ``env_state``) replaces the poses the seed would draw. The expert's draws are
@@ -93,8 +99,9 @@ class DemonstrationRecorder:
         self.expert_choices = expert.choices()
         return targets, object_poses, max_reward
 
-    def replay(self, targets: np.ndarray, object_poses: np.ndarray, seed: int = -1, ee_max_reward: int = 0,
-               progress=None) -> Demonstration:
+    def replay(
+        self, targets: np.ndarray, object_poses: np.ndarray, seed: int = -1, ee_max_reward: int = 0, progress=None
+    ) -> Demonstration:
         """Pass 2: play ``targets`` (T, 14) in the joint env from ``object_poses``."""
         steps = len(targets)
         qpos, qvel = np.empty((steps, 14), np.float32), np.empty((steps, 14), np.float32)
@@ -111,9 +118,17 @@ class DemonstrationRecorder:
             rewards[t] = ts.reward
             if progress is not None:
                 progress(t)
-        return Demonstration(task=self.task, seed=seed, object_poses=np.asarray(object_poses).copy(), qpos=qpos,
-                           qvel=qvel, action=targets.astype(np.float32), rewards=rewards, images=images,
-                           ee_max_reward=ee_max_reward)
+        return Demonstration(
+            task=self.task,
+            seed=seed,
+            object_poses=np.asarray(object_poses).copy(),
+            qpos=qpos,
+            qvel=qvel,
+            action=targets.astype(np.float32),
+            rewards=rewards,
+            images=images,
+            ee_max_reward=ee_max_reward,
+        )
 
     def record(self, seed: int, progress=None) -> Demonstration:
         """Both passes for one seed."""

@@ -24,12 +24,14 @@ def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Hamilton product of two wxyz quaternions."""
     aw, ax, ay, az = a
     bw, bx, by, bz = b
-    return np.array([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ])
+    return np.array(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ]
+    )
 
 
 def quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -61,8 +63,12 @@ def blend(prev: Waypoint, nxt: Waypoint, t: float) -> Waypoint:
     """The waypoint at step ``t`` on the straight move from ``prev`` to ``nxt``; its quaternion is the linear blend,
     not renormalised, so that interpolating through it gives the same poses as from ``prev`` to ``nxt``."""
     frac = (t - prev.t) / (nxt.t - prev.t)
-    return Waypoint(t, prev.xyz + frac * (nxt.xyz - prev.xyz), prev.quat + frac * (nxt.quat - prev.quat),
-                    prev.gripper + frac * (nxt.gripper - prev.gripper))
+    return Waypoint(
+        t,
+        prev.xyz + frac * (nxt.xyz - prev.xyz),
+        prev.quat + frac * (nxt.quat - prev.quat),
+        prev.gripper + frac * (nxt.gripper - prev.gripper),
+    )
 
 
 def interpolate(waypoints: list[Waypoint], t: float) -> np.ndarray:
@@ -124,15 +130,20 @@ class ScriptedExpert:
         self.left: list[Waypoint] = []
         self.right: list[Waypoint] = []
 
-    def plan(self, env_state: np.ndarray, mocap_left: np.ndarray, mocap_right: np.ndarray,
-             meet: np.ndarray) -> tuple[list[Waypoint], list[Waypoint]]:
+    def plan(
+        self, env_state: np.ndarray, mocap_left: np.ndarray, mocap_right: np.ndarray, meet: np.ndarray
+    ) -> tuple[list[Waypoint], list[Waypoint]]:
         """Return (left waypoints, right waypoints) for one episode whose hands meet at ``meet`` (3,)."""
         raise NotImplementedError
 
     def plan_from(self, observation: dict, meeting_point: int = 0) -> tuple[list[Waypoint], list[Waypoint]]:
         """``plan`` from the ee env's first observation, meeting at ``MEETING_POINTS[meeting_point]``."""
-        return self.plan(observation["env_state"], observation["mocap_pose_left"], observation["mocap_pose_right"],
-                         np.array(self.MEETING_POINTS[meeting_point]))
+        return self.plan(
+            observation["env_state"],
+            observation["mocap_pose_left"],
+            observation["mocap_pose_right"],
+            np.array(self.MEETING_POINTS[meeting_point]),
+        )
 
     def reset(self, observation: dict) -> None:
         """Plan the episode from the ee env's first observation."""

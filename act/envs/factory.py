@@ -40,9 +40,15 @@ def validate_image_size(image_size: Sequence[int]) -> tuple[int, int]:
     return height, width
 
 
-def make_env(task: str, mode: str = "joint", cameras: Sequence[str] | None = ("top",),
-             image_size: Sequence[int] = (480, 640), render_quality: str = "fast",
-             seed: int | None = None, episode_len: int = EPISODE_LEN) -> AlohaEnv:
+def make_env(
+    task: str,
+    mode: str = "joint",
+    cameras: Sequence[str] | None = ("top",),
+    image_size: Sequence[int] = (480, 640),
+    render_quality: str = "fast",
+    seed: int | None = None,
+    episode_len: int = EPISODE_LEN,
+) -> AlohaEnv:
     """Build a 50 Hz ALOHA environment.
 
     Args:

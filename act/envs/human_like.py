@@ -22,8 +22,17 @@ import numpy as np
 
 from act.common.errors import InputError
 from act.envs.constants import DT, EPISODE_LEN
-from act.envs.experts import (EXPERTS, ScriptedExpert, Waypoint, blend, check_number, interpolate, jitter, quat_mul,
-                          quat_rotate)
+from act.envs.experts import (
+    EXPERTS,
+    ScriptedExpert,
+    Waypoint,
+    blend,
+    check_number,
+    interpolate,
+    jitter,
+    quat_mul,
+    quat_rotate,
+)
 
 MAX_MEETING_POINTS = min(len(expert.MEETING_POINTS) for expert in EXPERTS.values())
 MAX_PAUSED = 150  # ticks of pauses at most per episode: the task's moves keep at least 240 of its 400 ticks
@@ -71,9 +80,11 @@ class HumanLikeSettings:
         check_number("pause_ticks[0]", ticks[0], 1, whole=True, unit=" ticks")
         check_number("pause_ticks[1]", ticks[1], ticks[0], whole=True, unit=" ticks (and >= pause_ticks[0])")
         if self.pauses * ticks[1] > MAX_PAUSED:
-            raise InputError(f"expert.pauses={self.pauses} of up to expert.pause_ticks[1]={ticks[1]} ticks may stop "
-                             f"the hands {self.pauses * ticks[1]} ticks, more than {MAX_PAUSED} of the {EPISODE_LEN} "
-                             "an episode has; use fewer or shorter pauses")
+            raise InputError(
+                f"expert.pauses={self.pauses} of up to expert.pause_ticks[1]={ticks[1]} ticks may stop "
+                f"the hands {self.pauses * ticks[1]} ticks, more than {MAX_PAUSED} of the {EPISODE_LEN} "
+                "an episode has; use fewer or shorter pauses"
+            )
         object.__setattr__(self, "pause_ticks", (int(ticks[0]), int(ticks[1])))
         object.__setattr__(self, "meeting_points", int(self.meeting_points))
         object.__setattr__(self, "pauses", int(self.pauses))
@@ -217,9 +228,13 @@ class HumanLikeExpert:
         knots = np.unique([wp.t for wp in self.left + self.right])
         self.timing = draw_timing(knots, s, rng)
         self.tremor = Tremor(s.tremor, rng)
-        self._choices = {"meeting_point": meeting_point, "approach_sides": sides.tolist(),
-                         "grasp_offsets": np.round(grasps, 4).tolist(), "pauses": self.timing.pauses(),
-                         "done_at": int(round(self.timing.tick_of(knots[-2])))}  # the last move's end
+        self._choices = {
+            "meeting_point": meeting_point,
+            "approach_sides": sides.tolist(),
+            "grasp_offsets": np.round(grasps, 4).tolist(),
+            "pauses": self.timing.pauses(),
+            "done_at": int(round(self.timing.tick_of(knots[-2]))),
+        }  # the last move's end
 
     def action(self, t: int) -> np.ndarray:
         """(16,) ee action for control step ``t``: the plan at this tick's plan time, plus the tremor."""

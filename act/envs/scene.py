@@ -62,8 +62,9 @@ def fix_mocap_welds(physics: mujoco.Physics) -> None:
             model.eq_solimp[i] = WELD_SOLIMP
 
 
-def load_physics(task: str, mode: str, render_quality: str = "fast",
-                 max_image_size: tuple[int, int] = (480, 640)) -> mujoco.Physics:
+def load_physics(
+    task: str, mode: str, render_quality: str = "fast", max_image_size: tuple[int, int] = (480, 640)
+) -> mujoco.Physics:
     """Build a dm_control ``Physics`` for one scene.
 
     Args:

@@ -22,12 +22,12 @@ from act.envs.constants import (
     CAMERAS,
     DT,
     EE_ACTION_DIM,
+    GRIPPER_CLOSE,
     JOINT_ACTION_DIM,
     MAX_REWARD,
     MODES,
     START_ARM_POSE,
     START_FINGER_POS,
-    GRIPPER_CLOSE,
     normalize_gripper,
     normalize_gripper_velocity,
     unnormalize_gripper,
@@ -40,7 +40,7 @@ _START_QPOS = np.concatenate([START_ARM_POSE, [START_FINGER_POS, -START_FINGER_P
 
 def _arm_state(raw: np.ndarray, scale_gripper) -> np.ndarray:
     """(>=16,) raw joint vector -> (14,) [left arm 6, left gripper, right arm 6, right gripper]."""
-    left, right = raw[:_ARM_QPOS], raw[_ARM_QPOS:2 * _ARM_QPOS]
+    left, right = raw[:_ARM_QPOS], raw[_ARM_QPOS : 2 * _ARM_QPOS]
     return np.concatenate([left[:6], [scale_gripper(left[6])], right[:6], [scale_gripper(right[6])]])
 
 
@@ -126,7 +126,7 @@ class BimanualTask(base.Task):
         else:
             poses = self.sample_object_poses(self._rng)
         for i, joint in enumerate(self.object_joints):
-            physics.named.data.qpos[joint] = poses[7 * i:7 * i + 7]
+            physics.named.data.qpos[joint] = poses[7 * i : 7 * i + 7]
         if self.mode == "joint":
             physics.data.ctrl[:] = _START_QPOS
         else:
@@ -145,19 +145,28 @@ class BimanualTask(base.Task):
         try:
             arr = np.asarray(action, dtype=np.float64)
         except (TypeError, ValueError) as err:
-            raise InputError(f"{self.mode} action for {self.name} must be numeric, got {type(action).__name__}") from err
+            raise InputError(
+                f"{self.mode} action for {self.name} must be numeric, got {type(action).__name__}"
+            ) from err
         if arr.shape != (self.action_dim,):
-            layout = ("[left arm 6, left gripper, right arm 6, right gripper]" if self.mode == "joint"
-                      else "per arm [x, y, z, qw, qx, qy, qz, gripper]")
-            raise InputError(f"{self.mode} action for {self.name} must have shape ({self.action_dim},) "
-                             f"{layout}, got shape {arr.shape}")
+            layout = (
+                "[left arm 6, left gripper, right arm 6, right gripper]"
+                if self.mode == "joint"
+                else "per arm [x, y, z, qw, qx, qy, qz, gripper]"
+            )
+            raise InputError(
+                f"{self.mode} action for {self.name} must have shape ({self.action_dim},) "
+                f"{layout}, got shape {arr.shape}"
+            )
         bad = np.flatnonzero(~np.isfinite(arr))
         if bad.size:
-            raise InputError(f"{self.mode} action for {self.name} has non-finite values at indices "
-                             f"{bad.tolist()}: {arr[bad].tolist()}")
+            raise InputError(
+                f"{self.mode} action for {self.name} has non-finite values at indices "
+                f"{bad.tolist()}: {arr[bad].tolist()}"
+            )
         if self.mode == "ee":
             for side, start in (("left", 3), ("right", 11)):
-                if np.linalg.norm(arr[start:start + 4]) < 1e-6:
+                if np.linalg.norm(arr[start : start + 4]) < 1e-6:
                     raise InputError(f"ee action for {self.name}: {side} quaternion is zero; expected wxyz of norm 1")
         return arr
 
@@ -166,12 +175,13 @@ class BimanualTask(base.Task):
         if self.mode == "joint":
             left_finger = unnormalize_gripper(action[6])
             right_finger = unnormalize_gripper(action[13])
-            physics.data.ctrl[:] = np.concatenate([
-                action[:6], [left_finger, -left_finger], action[7:13], [right_finger, -right_finger]])
+            physics.data.ctrl[:] = np.concatenate(
+                [action[:6], [left_finger, -left_finger], action[7:13], [right_finger, -right_finger]]
+            )
         else:
             for arm, start in ((0, 0), (1, 8)):
-                physics.data.mocap_pos[arm] = action[start:start + 3]
-                quat = action[start + 3:start + 7]
+                physics.data.mocap_pos[arm] = action[start : start + 3]
+                quat = action[start + 3 : start + 7]
                 physics.data.mocap_quat[arm] = quat / np.linalg.norm(quat)
             left_finger = unnormalize_gripper(action[7])
             right_finger = unnormalize_gripper(action[15])
@@ -196,7 +206,8 @@ class BimanualTask(base.Task):
                 raise RunError(
                     f"could not render camera {camera!r} with MUJOCO_GL={backend}: {err}. Headless machines "
                     "need EGL (Debian: libegl1 libgl1-mesa-dri) or OSMesa (libosmesa6, then MUJOCO_GL=osmesa); "
-                    "see docs/simulation.md, 'Rendering without a display'.") from err
+                    "see docs/simulation.md, 'Rendering without a display'."
+                ) from err
             self._camera_cache[key] = cam
         return cam.render()
 
@@ -258,8 +269,10 @@ class AlohaEnv(control.Environment):
         if size is not None:
             vis = self.physics.model.vis.global_
             if not (0 < size[0] <= vis.offheight and 0 < size[1] <= vis.offwidth):
-                raise InputError(f"render size {tuple(size)} must be positive and within the offscreen buffer "
-                                 f"{vis.offheight}x{vis.offwidth}")
+                raise InputError(
+                    f"render size {tuple(size)} must be positive and within the offscreen buffer "
+                    f"{vis.offheight}x{vis.offwidth}"
+                )
         return self.task.render(self.physics, camera, size)
 
     def close(self) -> None:

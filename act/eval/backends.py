@@ -33,15 +33,22 @@ class GymAlohaEnv:
 
     def __init__(self, task: str, image_size: Sequence[int] = (480, 640), episode_len: int | None = None):
         if tuple(image_size) != (480, 640):
-            raise InputError(f"gym-aloha renders 480x640 images; this policy needs {tuple(image_size)}: "
-                             "evaluate it with env.backend=native")
-        import gymnasium as gym
+            raise InputError(
+                f"gym-aloha renders 480x640 images; this policy needs {tuple(image_size)}: "
+                "evaluate it with env.backend=native"
+            )
         import gym_aloha  # noqa: F401 - registers the environments
+        import gymnasium as gym
 
         check_choice("task", task, GYM_IDS)
         self.episode_len = int(episode_len or GYM_EPISODE_LEN)
-        self.env = gym.make(GYM_IDS[task], obs_type="pixels_agent_pos", observation_height=int(image_size[0]),
-                            observation_width=int(image_size[1]), max_episode_steps=self.episode_len)
+        self.env = gym.make(
+            GYM_IDS[task],
+            obs_type="pixels_agent_pos",
+            observation_height=int(image_size[0]),
+            observation_width=int(image_size[1]),
+            max_episode_steps=self.episode_len,
+        )
         self.task_name = task
 
     @property
@@ -50,9 +57,11 @@ class GymAlohaEnv:
 
     def _observation(self, obs: dict) -> dict:
         inner = self.env.unwrapped._env
-        return {"qpos": np.asarray(obs["agent_pos"], dtype=np.float64),
-                "env_state": inner.task.get_env_state(inner.physics).copy(),
-                "images": {"top": obs["pixels"]["top"]}}
+        return {
+            "qpos": np.asarray(obs["agent_pos"], dtype=np.float64),
+            "env_state": inner.task.get_env_state(inner.physics).copy(),
+            "images": {"top": obs["pixels"]["top"]},
+        }
 
     def reset(self, seed: int | None = None) -> dm_env.TimeStep:
         obs, _ = self.env.reset(seed=seed)
@@ -73,12 +82,24 @@ class GymAlohaEnv:
         self.env.close()
 
 
-def make_eval_env(backend: str, task: str, cameras: Sequence[str], image_size: Sequence[int],
-                  render_quality: str = "paper", episode_len: int | None = None):
+def make_eval_env(
+    backend: str,
+    task: str,
+    cameras: Sequence[str],
+    image_size: Sequence[int],
+    render_quality: str = "paper",
+    episode_len: int | None = None,
+):
     """An environment for evaluating a joint-space policy that sees ``cameras`` at ``image_size``."""
     if backend == "native":
-        return make_env(task, "joint", cameras=cameras, image_size=image_size, render_quality=render_quality,
-                        episode_len=int(episode_len or EPISODE_LEN))
+        return make_env(
+            task,
+            "joint",
+            cameras=cameras,
+            image_size=image_size,
+            render_quality=render_quality,
+            episode_len=int(episode_len or EPISODE_LEN),
+        )
     if backend == "gym_aloha":
         if list(cameras) not in ([], ["top"]):
             raise InputError(f"the gym_aloha backend renders only the 'top' camera; the policy needs {list(cameras)}")

@@ -16,13 +16,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from act.eval.backends import make_eval_env
-from act.eval.protocol import BatchPolicy, OneEpisode, Policy
 from act.common.errors import InputError
 from act.common.metrics import summarize
 from act.common.pool import worker_pool
 from act.common.video import overlay_text, write_mp4
 from act.envs.constants import DT, FPS, MAX_REWARD
+from act.eval.backends import make_eval_env
+from act.eval.protocol import BatchPolicy, OneEpisode, Policy
 
 TICK_MS = 1000.0 * DT  # the 50 Hz control period
 
@@ -73,24 +73,48 @@ class _Running:
 
     def result(self) -> EpisodeResult:
         """The finished episode, its video written if one was asked for."""
-        video = (str(write_mp4(self.video_path, self.frames, fps=FPS))
-                 if self.video_path is not None and self.frames else None)
+        video = (
+            str(write_mp4(self.video_path, self.frames, fps=FPS))
+            if self.video_path is not None and self.frames
+            else None
+        )
         change, jerk = command_smoothness(np.array(self.commands))
-        return EpisodeResult(seed=self.seed, max_reward=self.max_reward, success=self.max_reward >= MAX_REWARD,
-                             total_return=float(sum(self.rewards)), steps=len(self.rewards), query_ms=self.query_ms,
-                             step_ms=self.step_ms, video=video, held_ticks=self.held, action_jerk=jerk,
-                             step_change=change, switch_jumps=self.jumps)
+        return EpisodeResult(
+            seed=self.seed,
+            max_reward=self.max_reward,
+            success=self.max_reward >= MAX_REWARD,
+            total_return=float(sum(self.rewards)),
+            steps=len(self.rewards),
+            query_ms=self.query_ms,
+            step_ms=self.step_ms,
+            video=video,
+            held_ticks=self.held,
+            action_jerk=jerk,
+            step_change=change,
+            switch_jumps=self.jumps,
+        )
 
 
-def run_episode(env, policy: Policy | BatchPolicy, seed: int, video_path: str | Path | None = None,
-                video_camera: str = "top", video_size: Sequence[int] = (240, 320)) -> EpisodeResult:
+def run_episode(
+    env,
+    policy: Policy | BatchPolicy,
+    seed: int,
+    video_path: str | Path | None = None,
+    video_camera: str = "top",
+    video_size: Sequence[int] = (240, 320),
+) -> EpisodeResult:
     """One closed-loop episode from ``env.reset(seed=seed)`` until the env's last step."""
     return run_episodes([env], policy, [seed], [video_path], video_camera, video_size)[0]
 
 
-def run_episodes(envs: Sequence, policy: Policy | BatchPolicy, seeds: Sequence[int],
-                 video_paths: Sequence[str | Path | None] | None = None, video_camera: str = "top",
-                 video_size: Sequence[int] = (240, 320)) -> list[EpisodeResult]:
+def run_episodes(
+    envs: Sequence,
+    policy: Policy | BatchPolicy,
+    seeds: Sequence[int],
+    video_paths: Sequence[str | Path | None] | None = None,
+    video_camera: str = "top",
+    video_size: Sequence[int] = (240, 320),
+) -> list[EpisodeResult]:
     """Episodes side by side, one per (env, seed), stepped in lockstep until each env's last step.
 
     A policy with ``select_actions`` (``ACTPolicy``) gets every live observation at once and
@@ -137,8 +161,9 @@ def run_episodes(envs: Sequence, policy: Policy | BatchPolicy, seeds: Sequence[i
             e.max_reward = max(e.max_reward, reward)
             if e.video_path is not None:
                 frame = e.env.render(video_camera, video_size)
-                e.frames.append(overlay_text(frame, [f"seed {e.seed}  t={t + 1}  reward {reward}  "
-                                                     f"max {e.max_reward}/{MAX_REWARD}"]))
+                e.frames.append(
+                    overlay_text(frame, [f"seed {e.seed}  t={t + 1}  reward {reward}  max {e.max_reward}/{MAX_REWARD}"])
+                )
             if e.timestep.last():
                 e.live = False
         if not any(e.live for e in episodes):
@@ -180,8 +205,10 @@ def _init_worker(spec: EvalSpec, threads: int | None) -> None:
         torch.set_num_threads(threads)
         # Unlike recording, LP_NUM_THREADS (single-threaded Mesa) is left alone: measured on 2 cores,
         # 50 quickstart episodes at 120x160 took 109 / 107 s without it and 109 / 118 s with it.
-    _WORKER["envs"] = [make_eval_env(spec.backend, spec.task, spec.cameras, spec.image_size, spec.render_quality,
-                                     spec.episode_len) for _ in range(spec.batch_envs)]
+    _WORKER["envs"] = [
+        make_eval_env(spec.backend, spec.task, spec.cameras, spec.image_size, spec.render_quality, spec.episode_len)
+        for _ in range(spec.batch_envs)
+    ]
     policy = spec.make_policy()
     if hasattr(policy, "warm_up"):  # before the first timed query: one-off costs are no query's latency
         policy.warm_up((1, spec.batch_envs), repeats=1)
@@ -192,10 +219,15 @@ def _init_worker(spec: EvalSpec, threads: int | None) -> None:
 def _run_group(indices: Sequence[int]) -> list[EpisodeResult]:
     spec: EvalSpec = _WORKER["spec"]
     seeds = [spec.seeds[i] for i in indices]
-    videos = [Path(spec.video_dir) / f"episode_{i}_seed{spec.seeds[i]}.mp4"
-              if i < spec.num_videos and spec.video_dir else None for i in indices]
-    return run_episodes(_WORKER["envs"][:len(indices)], _WORKER["policy"], seeds, videos, spec.video_camera,
-                        spec.video_size)
+    videos = [
+        Path(spec.video_dir) / f"episode_{i}_seed{spec.seeds[i]}.mp4"
+        if i < spec.num_videos and spec.video_dir
+        else None
+        for i in indices
+    ]
+    return run_episodes(
+        _WORKER["envs"][: len(indices)], _WORKER["policy"], seeds, videos, spec.video_camera, spec.video_size
+    )
 
 
 def evaluate(spec: EvalSpec, progress: Callable[[EpisodeResult, list[EpisodeResult]], None] | None = None) -> dict:
@@ -210,7 +242,7 @@ def evaluate(spec: EvalSpec, progress: Callable[[EpisodeResult, list[EpisodeResu
     start = time.perf_counter()
     results: list[EpisodeResult] = []
     indices = list(range(len(spec.seeds)))
-    groups = [indices[i:i + spec.batch_envs] for i in range(0, len(indices), spec.batch_envs)]
+    groups = [indices[i : i + spec.batch_envs] for i in range(0, len(indices), spec.batch_envs)]
     with worker_pool(spec.workers, _init_worker, spec) as executor:
         for group in executor.map(_run_group, groups):
             for result in group:
@@ -232,23 +264,33 @@ def episode_metrics(results: list[EpisodeResult], wall_time_s: float) -> dict:
         return float(np.mean(values)) if values else None
 
     metrics = summarize([r.max_reward for r in results], max_reward=MAX_REWARD)
-    metrics.update({
-        "mean_return": float(np.mean([r.total_return for r in results])),
-        "latency_ms_per_query": {"median": float(np.median(query_ms)) if query_ms.size else None,
-                                 "p95": float(np.percentile(query_ms, 95)) if query_ms.size else None,
-                                 "queries": int(query_ms.size)},
-        "share_of_steps_over_tick": float((step_ms > TICK_MS).mean()) if step_ms.size else 0.0,
-        "ticks_without_fresh_action": {"share": sum(r.held_ticks for r in results) / ticks if ticks else 0.0,
-                                       "per_episode": mean_of([r.held_ticks for r in results])},
-        "mean_action_jerk": mean_of([r.action_jerk for r in results]),
-        "mean_action_change": mean_of([r.step_change for r in results]),
-        "chunk_switch_jump": {"mean": float(jumps.mean()) if jumps.size else None,
-                              "p95": float(np.percentile(jumps, 95)) if jumps.size else None,
-                              "switches": int(jumps.size)},
-        "wall_time_s": wall_time_s,
-        "episodes_per_min": 60.0 * len(results) / wall_time_s if wall_time_s > 0 else None,
-        "episodes": [{k: v for k, v in asdict(r).items() if k not in ("query_ms", "step_ms", "switch_jumps")}
-                     for r in results],
-        "videos": [r.video for r in results if r.video],
-    })
+    metrics.update(
+        {
+            "mean_return": float(np.mean([r.total_return for r in results])),
+            "latency_ms_per_query": {
+                "median": float(np.median(query_ms)) if query_ms.size else None,
+                "p95": float(np.percentile(query_ms, 95)) if query_ms.size else None,
+                "queries": int(query_ms.size),
+            },
+            "share_of_steps_over_tick": float((step_ms > TICK_MS).mean()) if step_ms.size else 0.0,
+            "ticks_without_fresh_action": {
+                "share": sum(r.held_ticks for r in results) / ticks if ticks else 0.0,
+                "per_episode": mean_of([r.held_ticks for r in results]),
+            },
+            "mean_action_jerk": mean_of([r.action_jerk for r in results]),
+            "mean_action_change": mean_of([r.step_change for r in results]),
+            "chunk_switch_jump": {
+                "mean": float(jumps.mean()) if jumps.size else None,
+                "p95": float(np.percentile(jumps, 95)) if jumps.size else None,
+                "switches": int(jumps.size),
+            },
+            "wall_time_s": wall_time_s,
+            "episodes_per_min": 60.0 * len(results) / wall_time_s if wall_time_s > 0 else None,
+            "episodes": [
+                {k: v for k, v in asdict(r).items() if k not in ("query_ms", "step_ms", "switch_jumps")}
+                for r in results
+            ],
+            "videos": [r.video for r in results if r.video],
+        }
+    )
     return metrics

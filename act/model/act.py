@@ -17,12 +17,12 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from act.common.checks import is_integer
+from act.common.errors import InputError
 from act.model.backbone import ResNetBackbone, feature_hw
 from act.model.loss import reparameterize
 from act.model.position_encoding import SinePositionEmbedding2d, sinusoid_table
 from act.model.transformer import TransformerDecoder, TransformerEncoder
-from act.common.checks import is_integer
-from act.common.errors import InputError
 
 NUM_EXTRA_TOKENS = 2  # latent token and joint-state token, ahead of the image tokens
 
@@ -64,27 +64,42 @@ class ACTConfig:
     backbone_layer: int = 4
 
     def __post_init__(self):
-        for name in ("state_dim", "action_dim", "chunk_size", "hidden_dim", "ff_dim", "heads", "enc_layers",
-                     "dec_layers", "vae_enc_layers", "latent_dim", "num_cameras"):
+        for name in (
+            "state_dim",
+            "action_dim",
+            "chunk_size",
+            "hidden_dim",
+            "ff_dim",
+            "heads",
+            "enc_layers",
+            "dec_layers",
+            "vae_enc_layers",
+            "latent_dim",
+            "num_cameras",
+        ):
             value = getattr(self, name)
             if not is_integer(value) or value < 1:
                 raise InputError(f"ACTConfig.{name} must be a positive integer, got {value!r}")
         if self.hidden_dim % 2:
-            raise InputError(f"ACTConfig.hidden_dim must be even (the 2D position embedding gives half its "
-                             f"channels to y and half to x), got {self.hidden_dim}")
+            raise InputError(
+                f"ACTConfig.hidden_dim must be even (the 2D position embedding gives half its "
+                f"channels to y and half to x), got {self.hidden_dim}"
+            )
         if self.hidden_dim % self.heads:
-            raise InputError(f"ACTConfig.hidden_dim ({self.hidden_dim}) must be divisible by "
-                             f"heads ({self.heads})")
+            raise InputError(f"ACTConfig.hidden_dim ({self.hidden_dim}) must be divisible by heads ({self.heads})")
         if self.backbone_layer not in (3, 4):
-            raise InputError(f"ACTConfig.backbone_layer must be 3 (layer3, stride 16) or 4 (layer4, stride 32, "
-                             f"the paper), got {self.backbone_layer!r}")
+            raise InputError(
+                f"ACTConfig.backbone_layer must be 3 (layer3, stride 16) or 4 (layer4, stride 32, "
+                f"the paper), got {self.backbone_layer!r}"
+            )
         if not 0.0 <= self.dropout < 1.0:
             raise InputError(f"ACTConfig.dropout must be in [0, 1), got {self.dropout}")
         if isinstance(self.backbone_weights, os.PathLike):
             self.backbone_weights = os.fspath(self.backbone_weights)
         if self.backbone_weights is not None and not isinstance(self.backbone_weights, str):
-            raise InputError(f"ACTConfig.backbone_weights must be None, 'imagenet' or a file path, "
-                             f"got {self.backbone_weights!r}")
+            raise InputError(
+                f"ACTConfig.backbone_weights must be None, 'imagenet' or a file path, got {self.backbone_weights!r}"
+            )
 
 
 class ACT(nn.Module):
@@ -135,13 +150,15 @@ class ACT(nn.Module):
         if images.ndim != 5 or images.shape[:3] != (B, c.num_cameras, 3):
             raise InputError(f"images must be (B={B}, cameras={c.num_cameras}, 3, H, W), got {tuple(images.shape)}")
         if actions is not None and actions.shape != (B, c.chunk_size, c.action_dim):
-            raise InputError(f"actions must be (B={B}, chunk_size={c.chunk_size}, {c.action_dim}), "
-                             f"got {tuple(actions.shape)}")
+            raise InputError(
+                f"actions must be (B={B}, chunk_size={c.chunk_size}, {c.action_dim}), got {tuple(actions.shape)}"
+            )
         if is_pad is not None and is_pad.shape != (B, c.chunk_size):
             raise InputError(f"is_pad must be (B={B}, chunk_size={c.chunk_size}), got {tuple(is_pad.shape)}")
 
-    def encode_latent(self, qpos: torch.Tensor, actions: torch.Tensor,
-                      is_pad: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def encode_latent(
+        self, qpos: torch.Tensor, actions: torch.Tensor, is_pad: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """CVAE encoder q(z | qpos, actions).
 
         Args:
@@ -164,8 +181,14 @@ class ACT(nn.Module):
         mu, logvar = stats.chunk(2, dim=-1)  # (B, L) each
         return mu, logvar
 
-    def forward(self, qpos: torch.Tensor, images: torch.Tensor, actions: torch.Tensor | None = None,
-                is_pad: torch.Tensor | None = None, latent: torch.Tensor | None = None) -> dict[str, torch.Tensor | None]:
+    def forward(
+        self,
+        qpos: torch.Tensor,
+        images: torch.Tensor,
+        actions: torch.Tensor | None = None,
+        is_pad: torch.Tensor | None = None,
+        latent: torch.Tensor | None = None,
+    ) -> dict[str, torch.Tensor | None]:
         """Predict an action chunk.
 
         Args:

@@ -55,12 +55,14 @@ class FrozenBatchNorm2d(nn.Module):
         self.register_buffer("running_mean", torch.zeros(num_features))
         self.register_buffer("running_var", torch.ones(num_features))
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
-                              unexpected_keys, error_msgs):
+    def _load_from_state_dict(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ):
         # nn.BatchNorm2d counts its updates; frozen statistics have nothing to count.
         state_dict.pop(prefix + "num_batches_tracked", None)
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
-                                      unexpected_keys, error_msgs)
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
 
     def scale_shift(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-channel (C,) scale and shift equivalent to the four buffers, in fp32."""
@@ -105,14 +107,19 @@ class ResNetBackbone(nn.Module):
         check_choice("backbone norm", norm, NORMS)
         check_choice("backbone last layer", last_layer, tuple(LAYER_CHANNELS))
         if norm == "group_norm" and weights is not None:
-            raise InputError("backbone_norm=group_norm trains from random initialisation; pretrained ResNet-18 "
-                             "weights come with BatchNorm statistics: use backbone_norm=frozen_bn with them")
+            raise InputError(
+                "backbone_norm=group_norm trains from random initialisation; pretrained ResNet-18 "
+                "weights come with BatchNorm statistics: use backbone_norm=frozen_bn with them"
+            )
         self.norm = norm
         self.last_layer = last_layer
         self.out_channels = LAYER_CHANNELS[last_layer]
         self.stride = 2 ** (last_layer + 1)
-        norm_layer = FrozenBatchNorm2d if norm == "frozen_bn" else (
-            lambda channels: nn.GroupNorm(channels // GROUP_CHANNELS, channels))
+        norm_layer = (
+            FrozenBatchNorm2d
+            if norm == "frozen_bn"
+            else (lambda channels: nn.GroupNorm(channels // GROUP_CHANNELS, channels))
+        )
         net = torchvision.models.resnet18(weights=None, norm_layer=norm_layer)
         self.conv1, self.bn1, self.relu, self.maxpool = net.conv1, net.bn1, net.relu, net.maxpool
         self.layer1, self.layer2, self.layer3 = net.layer1, net.layer2, net.layer3
@@ -177,11 +184,14 @@ def _local_state_dict(path_str: str) -> dict[str, torch.Tensor]:
     if not path.is_file():
         raise MissingFileError(
             f"backbone_weights file not found: {path}. Expected a ResNet-18 state dict "
-            f"(e.g. {RESNET18_FILE}), 'imagenet', or None.")
+            f"(e.g. {RESNET18_FILE}), 'imagenet', or None."
+        )
     state = torch.load(path, map_location="cpu", weights_only=True)
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise InputError(f"backbone_weights file {path} does not hold a state dict "
-                         f"(a mapping of parameter names to tensors); got {type(state).__name__}.")
+        raise InputError(
+            f"backbone_weights file {path} does not hold a state dict "
+            f"(a mapping of parameter names to tensors); got {type(state).__name__}."
+        )
     return state
 
 
@@ -214,5 +224,6 @@ def load_backbone_weights(module: ResNetBackbone, weights: str) -> None:
             f"backbone weights from {source} do not fit ResNet-18: "
             f"missing keys {result.missing_keys[:8]}{' ...' if len(result.missing_keys) > 8 else ''}, "
             f"unexpected keys {result.unexpected_keys[:8]}"
-            f"{' ...' if len(result.unexpected_keys) > 8 else ''}.")
+            f"{' ...' if len(result.unexpected_keys) > 8 else ''}."
+        )
     log.info("loaded backbone weights from %s", source)

@@ -3,7 +3,8 @@
 ``torch.nn.functional.dropout`` draws one Bernoulli sample per element on the CPU, about 7 ns
 each: with the paper's dropout 0.1 on the feed-forward activations and attention weights, that
 was over a second of every 8.5 s training step at 480x640 on 2 cores. Here each 64-bit random
-draw yields four 16-bit uniforms, compared against the threshold. The drop probability is ``round(p * 65536) / 65536`` (0.1 -> 0.100006).
+draw yields four 16-bit uniforms, compared against the threshold. The drop probability is
+``round(p * 65536) / 65536`` (0.1 -> 0.100006).
 On other devices the fused native dropout is used unchanged.
 """
 
@@ -15,7 +16,7 @@ from torch import nn
 
 from act.common.errors import InputError
 
-_INT16_MIN = -(2 ** 15)
+_INT16_MIN = -(2**15)
 
 
 class _MaskedScale(torch.autograd.Function):
@@ -38,7 +39,7 @@ def keep_mask(shape: torch.Size, p: float, device: torch.device) -> torch.Tensor
     numel = 1
     for size in shape:
         numel *= size
-    words = torch.randint(-(2 ** 63), 2 ** 63 - 1, ((numel + 3) // 4,), dtype=torch.int64, device=device)
+    words = torch.randint(-(2**63), 2**63 - 1, ((numel + 3) // 4,), dtype=torch.int64, device=device)
     uniforms = words.view(torch.int16)[:numel].view(shape)  # four 16-bit uniforms per draw
     return uniforms >= _INT16_MIN + round(p * 65536)
 

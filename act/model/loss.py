@@ -29,8 +29,14 @@ def reparameterize(mu: torch.Tensor, logvar: torch.Tensor, eps: torch.Tensor) ->
     return mu + torch.exp(0.5 * logvar) * eps
 
 
-def act_loss(pred_actions: torch.Tensor, target_actions: torch.Tensor, is_pad: torch.Tensor | None,
-             mu: torch.Tensor | None, logvar: torch.Tensor | None, kl_weight: float) -> dict[str, torch.Tensor]:
+def act_loss(
+    pred_actions: torch.Tensor,
+    target_actions: torch.Tensor,
+    is_pad: torch.Tensor | None,
+    mu: torch.Tensor | None,
+    logvar: torch.Tensor | None,
+    kl_weight: float,
+) -> dict[str, torch.Tensor]:
     """The paper's loss.
 
     Args:
@@ -45,8 +51,9 @@ def act_loss(pred_actions: torch.Tensor, target_actions: torch.Tensor, is_pad: t
         / (number of non-padded steps * A); ``kl``; ``loss`` = l1 + kl_weight * kl.
     """
     if pred_actions.shape != target_actions.shape:
-        raise InputError(f"pred_actions {tuple(pred_actions.shape)} and target_actions "
-                         f"{tuple(target_actions.shape)} differ in shape")
+        raise InputError(
+            f"pred_actions {tuple(pred_actions.shape)} and target_actions {tuple(target_actions.shape)} differ in shape"
+        )
     B, k, A = pred_actions.shape
     if is_pad is None:
         is_pad = pred_actions.new_zeros(B, k, dtype=torch.bool)

@@ -16,9 +16,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from act.common.errors import InputError
 from act.model.act import ACT, ACTConfig
 from act.model.spec import STAT_KEYS, PolicySpec
-from act.common.errors import InputError
 
 # torchvision's ImageNet statistics: the backbone expects them even with random init.
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -34,8 +34,10 @@ def check_crop(crop: Sequence[int] | None, image_size: tuple[int, int]) -> tuple
         raise InputError(f"image_crop must be [top, left, height, width] in pixels, got {crop!r}")
     top, left, height, width = (int(v) for v in values)
     if top < 0 or left < 0 or height < 1 or width < 1 or top + height > image_size[0] or left + width > image_size[1]:
-        raise InputError(f"image_crop {values} does not fit the {image_size[0]}x{image_size[1]} images: need "
-                         f"0 <= top, top + height <= {image_size[0]}, 0 <= left, left + width <= {image_size[1]}")
+        raise InputError(
+            f"image_crop {values} does not fit the {image_size[0]}x{image_size[1]} images: need "
+            f"0 <= top, top + height <= {image_size[0]}, 0 <= left, left + width <= {image_size[1]}"
+        )
     return top, left, height, width
 
 
@@ -54,8 +56,13 @@ class NormalizedACT(nn.Module):
     images (B, cameras, 3, H, W) uint8 -> actions (B, chunk_size, action_dim) in joint units, z = 0.
     """
 
-    def __init__(self, config: ACTConfig, spec: PolicySpec = PolicySpec(), image_crop: Sequence[int] | None = None,
-                 channels_last: bool = True):
+    def __init__(
+        self,
+        config: ACTConfig,
+        spec: PolicySpec = PolicySpec(),
+        image_crop: Sequence[int] | None = None,
+        channels_last: bool = True,
+    ):
         super().__init__()
         if config.num_cameras != len(spec.camera_names):
             raise InputError(f"config.num_cameras={config.num_cameras} but {len(spec.camera_names)} camera names given")
@@ -123,12 +130,18 @@ class NormalizedACT(nn.Module):
         [0, 1], then ImageNet-normalised."""
         if self.image_crop is not None:
             top, left, height, width = self.image_crop
-            images = images[..., top:top + height, left:left + width]
+            images = images[..., top : top + height, left : left + width]
         return (images.float() / 255.0 - self.image_mean) / self.image_std
 
     # -- training and deployment ---------------------------------------------------------------
-    def outputs(self, qpos: torch.Tensor, images: torch.Tensor, actions: torch.Tensor | None = None,
-                is_pad: torch.Tensor | None = None, latent: torch.Tensor | None = None) -> dict:
+    def outputs(
+        self,
+        qpos: torch.Tensor,
+        images: torch.Tensor,
+        actions: torch.Tensor | None = None,
+        is_pad: torch.Tensor | None = None,
+        latent: torch.Tensor | None = None,
+    ) -> dict:
         """The network's outputs for raw inputs, in normalised action units (what the loss compares).
 
         Args:
@@ -157,5 +170,8 @@ class NormalizedACT(nn.Module):
     def metadata(self) -> dict:
         """Plain values describing this network: its spec, with its config and crop beside it (what an
         exported artifact carries beside the graph)."""
-        return {**self.spec.to_dict(), "config": asdict(self.config),
-                "image_crop": list(self.image_crop) if self.image_crop is not None else None}
+        return {
+            **self.spec.to_dict(),
+            "config": asdict(self.config),
+            "image_crop": list(self.image_crop) if self.image_crop is not None else None,
+        }

@@ -47,13 +47,15 @@ def _grid_embedding(h: int, w: int, freqs: torch.Tensor, half: int, scale: float
     x = freqs.new_ones(w, dtype=torch.float32).cumsum(0) / (w + eps) * scale  # (w,)
     emb_y = _interleaved_sin_cos(y, freqs, half)  # (h, half)
     emb_x = _interleaved_sin_cos(x, freqs, half)  # (w, half)
-    emb = torch.cat([emb_y[:, None, :].expand(h, w, half),
-                     emb_x[None, :, :].expand(h, w, half)], dim=-1)  # (h, w, 2 * half)
+    emb = torch.cat(
+        [emb_y[:, None, :].expand(h, w, half), emb_x[None, :, :].expand(h, w, half)], dim=-1
+    )  # (h, w, 2 * half)
     return emb.reshape(h * w, 2 * half)  # (h*w, dim)
 
 
-def sine_position_embedding_2d(h: int, w: int, dim: int, *, temperature: float = 10000.0,
-                               scale: float = 2 * math.pi) -> torch.Tensor:
+def sine_position_embedding_2d(
+    h: int, w: int, dim: int, *, temperature: float = 10000.0, scale: float = 2 * math.pi
+) -> torch.Tensor:
     """DETR's "sine" embedding (normalize=True) of an h x w grid, flattened row-major.
 
     Row index y = 1..h and column index x = 1..w are normalised to (0, scale]; the first dim/2

@@ -79,8 +79,9 @@ class PolicySpec:
                 raise InputError(f"policy spec: {name} must be a name or None, got {value!r}")
         cameras, size = _items(self.camera_names), _items(self.image_size)
         if not cameras or not all(isinstance(c, str) and c for c in cameras):
-            raise InputError(f"policy spec: camera_names must be a non-empty list of camera names, "
-                             f"got {self.camera_names!r}")
+            raise InputError(
+                f"policy spec: camera_names must be a non-empty list of camera names, got {self.camera_names!r}"
+            )
         if size is None or len(size) != 2 or not all(_positive_int(v) for v in size):
             raise InputError(f"policy spec: image_size must be [height, width] in pixels, got {self.image_size!r}")
         for name in NETWORK_SIZES:
@@ -128,5 +129,8 @@ class PolicySpec:
     def resume_pairs(self, now: PolicySpec) -> list[tuple[str, Any, Any]]:
         """(setting, this spec's value, ``now``'s value) for every field a config setting chooses: a run
         resumed from a checkpoint with this spec must not change them."""
-        return [(f.metadata["setting"], getattr(self, f.name), getattr(now, f.name))
-                for f in fields(self) if "setting" in f.metadata]
+        return [
+            (f.metadata["setting"], getattr(self, f.name), getattr(now, f.name))
+            for f in fields(self)
+            if "setting" in f.metadata
+        ]

@@ -12,8 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from act.model.dropout import Dropout, dropout
 from act.common.errors import InputError
+from act.model.dropout import Dropout, dropout
 
 
 def with_pos(x: torch.Tensor, pos: torch.Tensor | None) -> torch.Tensor:
@@ -21,8 +21,13 @@ def with_pos(x: torch.Tensor, pos: torch.Tensor | None) -> torch.Tensor:
     return x if pos is None else x + pos
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-              key_padding_mask: torch.Tensor | None = None, dropout_p: float = 0.0) -> torch.Tensor:
+def attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    key_padding_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+) -> torch.Tensor:
     """Scaled dot-product attention with a key padding mask.
 
     Args:
@@ -71,8 +76,9 @@ class MultiHeadAttention(nn.Module):
         self.q_proj, self.k_proj, self.v_proj = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
         self.out_proj = nn.Linear(dim, dim)
 
-    def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, key_padding_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """query (B, T_q, D), key and value (B, T_k, D), key_padding_mask (B, T_k) -> (B, T_q, D)."""
         B, T_q, D = query.shape
         T_k, H = key.shape[1], self.heads
@@ -107,8 +113,9 @@ class EncoderLayer(nn.Module):
         self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.dropout1, self.dropout2 = Dropout(dropout), Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, pos: torch.Tensor | None = None,
-                key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, pos: torch.Tensor | None = None, key_padding_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """x (B, S, D), pos broadcastable to x, key_padding_mask (B, S) -> (B, S, D)."""
         qk = with_pos(x, pos)
         x = self.norm1(x + self.dropout1(self.self_attn(qk, qk, x, key_padding_mask)))
@@ -128,15 +135,21 @@ class DecoderLayer(nn.Module):
         self.norm1, self.norm2, self.norm3 = nn.LayerNorm(dim), nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.dropout1, self.dropout2, self.dropout3 = Dropout(dropout), Dropout(dropout), Dropout(dropout)
 
-    def forward(self, tgt: torch.Tensor, memory: torch.Tensor, query_pos: torch.Tensor | None = None,
-                memory_pos: torch.Tensor | None = None,
-                memory_key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        tgt: torch.Tensor,
+        memory: torch.Tensor,
+        query_pos: torch.Tensor | None = None,
+        memory_pos: torch.Tensor | None = None,
+        memory_key_padding_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """tgt (B, T, D), memory (B, S, D), positions broadcastable to them,
         memory_key_padding_mask (B, S) -> (B, T, D)."""
         qk = with_pos(tgt, query_pos)
         tgt = self.norm1(tgt + self.dropout1(self.self_attn(qk, qk, tgt)))
-        attended = self.cross_attn(with_pos(tgt, query_pos), with_pos(memory, memory_pos), memory,
-                                   memory_key_padding_mask)
+        attended = self.cross_attn(
+            with_pos(tgt, query_pos), with_pos(memory, memory_pos), memory, memory_key_padding_mask
+        )
         tgt = self.norm2(tgt + self.dropout2(attended))
         return self.norm3(tgt + self.dropout3(self.ff(tgt)))
 
@@ -162,8 +175,9 @@ class TransformerEncoder(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(dim, heads, ff_dim, dropout) for _ in range(num_layers))
         _xavier_init(self)
 
-    def forward(self, x: torch.Tensor, pos: torch.Tensor | None = None,
-                key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, pos: torch.Tensor | None = None, key_padding_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """x (B, S, D), pos (S, D) or (B, S, D), key_padding_mask (B, S) True = padded -> (B, S, D)."""
         for layer in self.layers:
             x = layer(x, pos, key_padding_mask)
@@ -184,9 +198,14 @@ class TransformerDecoder(nn.Module):
         self.norm = nn.LayerNorm(dim)
         _xavier_init(self)
 
-    def forward(self, tgt: torch.Tensor, memory: torch.Tensor, query_pos: torch.Tensor | None = None,
-                memory_pos: torch.Tensor | None = None,
-                memory_key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        tgt: torch.Tensor,
+        memory: torch.Tensor,
+        query_pos: torch.Tensor | None = None,
+        memory_pos: torch.Tensor | None = None,
+        memory_key_padding_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """tgt (B, T, D), memory (B, S, D), query_pos (T, D) or (B, T, D), memory_pos (S, D) or
         (B, S, D), memory_key_padding_mask (B, S) True = padded -> (B, T, D)."""
         for layer in self.layers:

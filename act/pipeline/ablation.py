@@ -14,8 +14,10 @@ from act.common.errors import InputError, MissingFileError
 
 FOLDER_NAME = re.compile(r"[A-Za-z0-9_.+-]+")  # dataset, line and variant names become folders
 # Set by the ablation for each run: an override of them in a list would be silently replaced.
-PER_RUN = {"demo": {"seed": "ablation.seeds", "demo.dir": "dir", "trainer.max_steps": "ablation.max_steps"},
-           "eval": {"ckpt_path": "ablation.checkpoints", "out_dir": "dir"}}
+PER_RUN = {
+    "demo": {"seed": "ablation.seeds", "demo.dir": "dir", "trainer.max_steps": "ablation.max_steps"},
+    "eval": {"ckpt_path": "ablation.checkpoints", "out_dir": "dir"},
+}
 
 
 def _strings(items, key: str) -> tuple[str, ...]:
@@ -72,35 +74,53 @@ class AblationSettings:
         a = ablation
         evaluation_only = a.get("checkpoints") is not None
         if evaluation_only == (a.get("datasets") is not None):
-            raise InputError(f"ablation {a['name']} needs one of ablation.datasets (train every variant) or "
-                             f"ablation.checkpoints (evaluate them), not {'both' if evaluation_only else 'neither'}")
+            raise InputError(
+                f"ablation {a['name']} needs one of ablation.datasets (train every variant) or "
+                f"ablation.checkpoints (evaluate them), not {'both' if evaluation_only else 'neither'}"
+            )
         lines = "checkpoints" if evaluation_only else "datasets"
         seeds, max_steps = (), None
         if not evaluation_only:
             seeds = tuple(a["seeds"]) if isinstance(a.get("seeds"), list) else ()
-            if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds) \
-                    or len(set(seeds)) != len(seeds):
-                raise InputError(f"ablation.seeds must be distinct integers, at least one, like [0,1,2]; got "
-                                 f"{a.get('seeds')}")
+            if (
+                not seeds
+                or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)
+                or len(set(seeds)) != len(seeds)
+            ):
+                raise InputError(
+                    f"ablation.seeds must be distinct integers, at least one, like [0,1,2]; got {a.get('seeds')}"
+                )
             max_steps = a.get("max_steps")
             if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0:
                 raise InputError(f"ablation.max_steps must be a positive number of training steps, got {max_steps!r}")
         evaluation = dict(a["eval"]) if isinstance(a.get("eval"), dict) else None
         if evaluation is None:
             raise InputError(f"ablation.eval must be a mapping of eval.py settings, got {a.get('eval')!r}")
-        settings = cls(name=str(a["name"]), title=str(a["title"]), setting=str(a["setting"]),
-                       variants=_named(a["variants"], "ablation.variants"), lines=_named(a[lines], f"ablation.{lines}"),
-                       base=_strings(a["base"], "ablation.base"), overrides=_strings(overrides, "overrides"),
-                       seeds=seeds, max_steps=max_steps, eval=evaluation, dir=Path(folder),
-                       evaluation_only=evaluation_only)
+        settings = cls(
+            name=str(a["name"]),
+            title=str(a["title"]),
+            setting=str(a["setting"]),
+            variants=_named(a["variants"], "ablation.variants"),
+            lines=_named(a[lines], f"ablation.{lines}"),
+            base=_strings(a["base"], "ablation.base"),
+            overrides=_strings(overrides, "overrides"),
+            seeds=seeds,
+            max_steps=max_steps,
+            eval=evaluation,
+            dir=Path(folder),
+            evaluation_only=evaluation_only,
+        )
         settings.check_per_run_keys()
         return settings
 
     def check_per_run_keys(self) -> None:
         """No override list sets what the ablation sets for each run (its seed, folder, steps, checkpoint)."""
         per_run = PER_RUN["eval" if self.evaluation_only else "demo"]
-        lists = {"ablation.base": self.base, "overrides": self.overrides,
-                 **{f"ablation.variants.{k}": v for k, v in self.variants.items()}}
+        lists = {
+            "ablation.base": self.base,
+            "overrides": self.overrides,
+            **{f"ablation.variants.{k}": v for k, v in self.variants.items()},
+        }
         if not self.evaluation_only:
             lists.update({f"ablation.datasets.{k}": v for k, v in self.lines.items()})
         for where, items in lists.items():
@@ -142,12 +162,16 @@ def checkpoints_of(line: str, sources: tuple[str, ...]) -> list[Path]:
     found: list[Path] = []
     for source in map(Path, sources):
         if not source.exists():
-            raise MissingFileError(f"ablation.checkpoints.{line}: {source} does not exist; train it first (e.g. "
-                                   "scripts/ablate.py ablation=chunk_size) or name checkpoints or run folders")
+            raise MissingFileError(
+                f"ablation.checkpoints.{line}: {source} does not exist; train it first (e.g. "
+                "scripts/ablate.py ablation=chunk_size) or name checkpoints or run folders"
+            )
         paths = [source] if source.is_file() else sorted(source.glob("**/checkpoints/last.ckpt"))
         if not paths or paths[0].suffix != ".ckpt":
-            raise InputError(f"ablation.checkpoints.{line}: {source} is neither a .ckpt file nor a folder holding "
-                             "*/checkpoints/last.ckpt")
+            raise InputError(
+                f"ablation.checkpoints.{line}: {source} is neither a .ckpt file nor a folder holding "
+                "*/checkpoints/last.ckpt"
+            )
         found += [p for p in paths if p not in found]
     return found
 
@@ -159,11 +183,30 @@ def plan_runs(s: AblationSettings) -> list[Run]:
         runs = []
         for i in range(max(map(len, checkpoints.values()))):
             for line, ckpts in checkpoints.items():
-                runs += [Run(line, variant, f"ckpt{i}", s.dir / line / variant / f"ckpt{i}",
-                             (*s.base, *s.overrides, *overrides), checkpoint=ckpts[i])
-                         for variant, overrides in s.variants.items() if i < len(ckpts)]
+                runs += [
+                    Run(
+                        line,
+                        variant,
+                        f"ckpt{i}",
+                        s.dir / line / variant / f"ckpt{i}",
+                        (*s.base, *s.overrides, *overrides),
+                        checkpoint=ckpts[i],
+                    )
+                    for variant, overrides in s.variants.items()
+                    if i < len(ckpts)
+                ]
         return runs
     evaluation = tuple(f"++demo.eval.{k}={hydra_value(v)}" for k, v in s.eval.items())
-    return [Run(line, variant, f"seed{seed}", s.dir / line / variant / f"seed{seed}",
-                (*s.base, *s.overrides, *data, *overrides, f"trainer.max_steps={s.max_steps}", *evaluation), seed=seed)
-            for seed in s.seeds for line, data in s.lines.items() for variant, overrides in s.variants.items()]
+    return [
+        Run(
+            line,
+            variant,
+            f"seed{seed}",
+            s.dir / line / variant / f"seed{seed}",
+            (*s.base, *s.overrides, *data, *overrides, f"trainer.max_steps={s.max_steps}", *evaluation),
+            seed=seed,
+        )
+        for seed in s.seeds
+        for line, data in s.lines.items()
+        for variant, overrides in s.variants.items()
+    ]

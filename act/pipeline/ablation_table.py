@@ -21,9 +21,15 @@ def aggregate(results: dict[str, dict]) -> dict:
     successes = sum(int(m["successes"]) for m in results.values())
     episodes = sum(int(m["num_episodes"]) for m in results.values())
     rates = {sample: float(m["success_rate"]) for sample, m in results.items()}
-    return {"success_rate": successes / episodes, "success_rate_ci95": list(wilson_interval(successes, episodes)),
-            "successes": successes, "num_episodes": episodes, "min": min(rates.values()),
-            "max": max(rates.values()), "runs": rates}
+    return {
+        "success_rate": successes / episodes,
+        "success_rate_ci95": list(wilson_interval(successes, episodes)),
+        "successes": successes,
+        "num_episodes": episodes,
+        "min": min(rates.values()),
+        "max": max(rates.values()),
+        "runs": rates,
+    }
 
 
 def tabulate(s: AblationSettings, runs: list[Run], results: dict[Run, dict], given: list[str]) -> dict:
@@ -33,13 +39,27 @@ def tabulate(s: AblationSettings, runs: list[Run], results: dict[Run, dict], giv
     for run in runs:
         by_cell.setdefault((run.line, run.variant), {})[run.sample] = results[run]
     tasks = ", ".join(sorted({str(results[run].get("task")) for run in runs}))  # from the runs themselves
-    return {"ablation": s.name, "title": f"{s.title} ({tasks})", "setting": s.setting, "variants": list(s.variants),
-            "command": command(s.name, given),
-            "evaluation_only": s.evaluation_only, "seeds": list(s.seeds), "max_steps": s.max_steps, "eval": s.eval,
-            "lines": {line: {variant: {**aggregate(by_cell[line, variant]), "folder": str(s.dir / line / variant)}
-                             for variant in s.variants} for line in s.lines},
-            "checkpoints": {line: {r.sample: str(r.checkpoint) for r in runs if r.line == line} for line in s.lines}
-            if s.evaluation_only else None}
+    return {
+        "ablation": s.name,
+        "title": f"{s.title} ({tasks})",
+        "setting": s.setting,
+        "variants": list(s.variants),
+        "command": command(s.name, given),
+        "evaluation_only": s.evaluation_only,
+        "seeds": list(s.seeds),
+        "max_steps": s.max_steps,
+        "eval": s.eval,
+        "lines": {
+            line: {
+                variant: {**aggregate(by_cell[line, variant]), "folder": str(s.dir / line / variant)}
+                for variant in s.variants
+            }
+            for line in s.lines
+        },
+        "checkpoints": {line: {r.sample: str(r.checkpoint) for r in runs if r.line == line} for line in s.lines}
+        if s.evaluation_only
+        else None,
+    }
 
 
 def ablation_markdown(table: dict) -> str:
@@ -48,16 +68,23 @@ def ablation_markdown(table: dict) -> str:
     first = "checkpoints" if table["evaluation_only"] else "dataset"
     budget = "" if table["evaluation_only"] else f"; {table['max_steps']} training steps a run"
     evaluation = ", ".join(f"{k}={v}" for k, v in table["eval"].items())
-    rows = [f"## {table['title']}", "", f"`{table['command']}`{budget}; evaluation: {evaluation}. Success pooled "
-            "over each variant's runs, with its 95% Wilson interval; then each run's, and their range.",
-            "", f"| {first} | {table['setting']} | success (95% CI) | {' | '.join(samples)} | range |",
-            "|" + "---|" * (len(samples) + 4)]
+    rows = [
+        f"## {table['title']}",
+        "",
+        f"`{table['command']}`{budget}; evaluation: {evaluation}. Success pooled "
+        "over each variant's runs, with its 95% Wilson interval; then each run's, and their range.",
+        "",
+        f"| {first} | {table['setting']} | success (95% CI) | {' | '.join(samples)} | range |",
+        "|" + "---|" * (len(samples) + 4),
+    ]
     for line, cells in table["lines"].items():
         for variant, c in cells.items():
             low, high = c["success_rate_ci95"]
             runs = " | ".join(f"{c['runs'][k]:.2f}" if k in c["runs"] else "-" for k in samples)
-            rows.append(f"| {line} | {variant} | {c['successes']}/{c['num_episodes']} = {c['success_rate']:.2f} "
-                        f"({low:.2f}-{high:.2f}) | {runs} | {c['min']:.2f}-{c['max']:.2f} |")
+            rows.append(
+                f"| {line} | {variant} | {c['successes']}/{c['num_episodes']} = {c['success_rate']:.2f} "
+                f"({low:.2f}-{high:.2f}) | {runs} | {c['min']:.2f}-{c['max']:.2f} |"
+            )
     for line, paths in (table["checkpoints"] or {}).items():
         rows += ["", f"{line}: " + ", ".join(f"{k} = `{p}`" for k, p in paths.items())]
     return "\n".join(rows) + "\n"

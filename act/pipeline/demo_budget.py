@@ -35,8 +35,15 @@ def fitted_plan(train_s: float, step_s: float, why: str, floor: int | None, ceil
     clamped = min(max(steps, floor), ceiling)
     if clamped != steps:
         why += f"; {steps} steps clamped to demo.steps_{'floor' if clamped == floor else 'ceiling'}={clamped}"
-    return {"max_steps": clamped, "why": why, "step_s": step_s, "train_s": train_s,
-            "deadline": time.time() + train_s, "floor": floor, "ceiling": ceiling}
+    return {
+        "max_steps": clamped,
+        "why": why,
+        "step_s": step_s,
+        "train_s": train_s,
+        "deadline": time.time() + train_s,
+        "floor": floor,
+        "ceiling": ceiling,
+    }
 
 
 def fit_to_budget(plan: dict, done: int, plan_path: Path) -> dict | None:
@@ -48,9 +55,15 @@ def fit_to_budget(plan: dict, done: int, plan_path: Path) -> dict | None:
     at_step = min(FIT_AT_STEP, FIT_FROM_STEP + max(plan["max_steps"] // 20, 50))
     if at_step >= plan["max_steps"]:
         return None
-    return {"_target_": "act.training.fit_budget.FitToBudget", "deadline": plan["deadline"],
-            "from_step": FIT_FROM_STEP, "at_step": at_step, "floor": plan["floor"], "ceiling": plan["ceiling"],
-            "plan_path": str(plan_path)}
+    return {
+        "_target_": "act.training.fit_budget.FitToBudget",
+        "deadline": plan["deadline"],
+        "from_step": FIT_FROM_STEP,
+        "at_step": at_step,
+        "floor": plan["floor"],
+        "ceiling": plan["ceiling"],
+        "plan_path": str(plan_path),
+    }
 
 
 def expected_success(demo: Mapping, steps: int) -> str | None:

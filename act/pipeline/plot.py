@@ -76,16 +76,18 @@ def plot_run(csv_path: str | Path, metrics: dict | None, out_png: str | Path, ti
         for bar, rate, top in zip(bars, rates, tops):
             ax.text(bar.get_x() + bar.get_width() / 2, top + 0.02, f"{rate:.2f}", ha="center")
         ax.set_ylim(0, 1.1)
-        ax.set_title(f"closed loop: {metrics['successes']}/{metrics['num_episodes']} episodes "
-                     f"(95% CI {low:.2f}-{high:.2f})")
+        ax.set_title(
+            f"closed loop: {metrics['successes']}/{metrics['num_episodes']} episodes (95% CI {low:.2f}-{high:.2f})"
+        )
         ax.tick_params(axis="x", labelrotation=20)
     if title:
         fig.suptitle(title)
     return _save(fig, out_png)
 
 
-def plot_curves(curve_files, out_png: str | Path, title: str | None = None,
-                minutes_per_step: float | None = None) -> Path:
+def plot_curves(
+    curve_files, out_png: str | Path, title: str | None = None, minutes_per_step: float | None = None
+) -> Path:
     """Success on the tuning seeds (95% interval as error bars) against minutes of training, one
     line per recipe, from ``act.apps.curve``'s ``curve.json`` files. ``minutes_per_step``: plot
     steps x this instead of the recorded minutes (recipes of one step cost, timed alone, compared

@@ -21,13 +21,31 @@ def spread(summaries: dict[int, dict]) -> dict:
     reward stage's mean rate, and each seed's own numbers (``seeds.json``)."""
     rates = [s["success_rate"] for s in summaries.values()]
     stages = sorted({k for s in summaries.values() for k in s["stage_rates"]}, key=int)
-    stage_means = {k: sum(s["stage_rates"].get(k, 0.0) for s in summaries.values()) / len(summaries)
-                   for k in stages}  # reward stage -> mean over seeds of the rate of reaching it
-    return {"seeds": sorted(summaries), "success_rates": rates, "mean": sum(rates) / len(rates),
-            "min": min(rates), "max": max(rates), "stage_means": stage_means,
-            "per_seed": {str(k): {key: v[key] for key in ("success_rate", "success_rate_ci95", "successes",
-                                                          "num_episodes", "stage_rates", "wall_time_s")}
-                         for k, v in sorted(summaries.items())}}
+    stage_means = {
+        k: sum(s["stage_rates"].get(k, 0.0) for s in summaries.values()) / len(summaries) for k in stages
+    }  # reward stage -> mean over seeds of the rate of reaching it
+    return {
+        "seeds": sorted(summaries),
+        "success_rates": rates,
+        "mean": sum(rates) / len(rates),
+        "min": min(rates),
+        "max": max(rates),
+        "stage_means": stage_means,
+        "per_seed": {
+            str(k): {
+                key: v[key]
+                for key in (
+                    "success_rate",
+                    "success_rate_ci95",
+                    "successes",
+                    "num_episodes",
+                    "stage_rates",
+                    "wall_time_s",
+                )
+            }
+            for k, v in sorted(summaries.items())
+        },
+    }
 
 
 def run_demo(seed: int, run_dir: Path, demo_args: list[str], name: str) -> dict:

@@ -8,10 +8,10 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from act.data.schema import list_episode_files, read_episode_info
-from act.runtime.policy import ACTPolicy
 from act.common.errors import InputError
 from act.common.io import unwritable_reason
+from act.data.schema import list_episode_files, read_episode_info
+from act.runtime.policy import ACTPolicy
 
 ROBOTS = ("sim", "aloha")
 
@@ -44,11 +44,15 @@ def check_record_dir(record_dir, policy: ACTPolicy) -> int | None:
     info = read_episode_info(files[-1][1])
     (h, w), shape = policy.image_size, info.image_shape or (0, 0)
     if sorted(info.cameras) != sorted(policy.camera_names) or tuple(shape[:2]) != (h, w):
-        raise InputError(f"record_dir={folder} holds episodes with cameras {list(info.cameras)} at "
-                         f"{shape[0]}x{shape[1]}; this policy sees {policy.camera_names} at {h}x{w}: "
-                         "choose another record_dir")
+        raise InputError(
+            f"record_dir={folder} holds episodes with cameras {list(info.cameras)} at "
+            f"{shape[0]}x{shape[1]}; this policy sees {policy.camera_names} at {h}x{w}: "
+            "choose another record_dir"
+        )
     task = info.attrs.get("task")
     if task is not None and task != policy.task:
-        raise InputError(f"record_dir={folder} holds episodes of task {task!r} (e.g. {files[-1][1].name}); this "
-                         f"policy does {policy.task!r}: choose another record_dir")
+        raise InputError(
+            f"record_dir={folder} holds episodes of task {task!r} (e.g. {files[-1][1].name}); this "
+            f"policy does {policy.task!r}: choose another record_dir"
+        )
     return files[-1][0] + 1

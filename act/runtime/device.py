@@ -20,10 +20,14 @@ DEVICE_CHOICES = "auto, cpu, cuda or cuda:<index>"
 
 
 def _no_cuda(setting: str, name: str) -> InputError:
-    build = f"torch {torch.__version__} built for CUDA {torch.version.cuda}" if torch.version.cuda \
+    build = (
+        f"torch {torch.__version__} built for CUDA {torch.version.cuda}"
+        if torch.version.cuda
         else f"torch {torch.__version__} built without CUDA"
-    return InputError(f"{setting}={name}: CUDA is not available on this machine ({build}); "
-                      f"use {setting}=auto or {setting}=cpu")
+    )
+    return InputError(
+        f"{setting}={name}: CUDA is not available on this machine ({build}); use {setting}=auto or {setting}=cpu"
+    )
 
 
 def resolve_device(name: str | torch.device | None = "auto", setting: str = "device") -> torch.device:

@@ -18,11 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Mapping
 
+from act.common.checks import check_setting, is_integer, is_number
+from act.common.errors import InputError
 from act.runtime.plan import BLENDS
 from act.runtime.precision import PRECISIONS
 from act.runtime.scheduler import ChunkScheduler, check_threshold
-from act.common.checks import check_setting, is_integer, is_number
-from act.common.errors import InputError
 
 
 def _check_count(key: str, value, least: int, nullable: bool = True) -> None:
@@ -74,8 +74,12 @@ class ExecutionConfig:
         if coeff is not None and (not is_number(coeff) or not coeff >= 0):
             raise InputError(f"execution.temporal_ensemble_coeff must be a number >= 0 or null, got {coeff!r}")
         if self.blend is not None:
-            check_setting("execution.blend", self.blend, BLENDS,
-                          " (or null: ensemble with execution.temporal_ensemble_coeff, else replace)")
+            check_setting(
+                "execution.blend",
+                self.blend,
+                BLENDS,
+                " (or null: ensemble with execution.temporal_ensemble_coeff, else replace)",
+            )
         if self.blend == "ensemble" and coeff is None:
             raise InputError("execution.blend=ensemble needs execution.temporal_ensemble_coeff=<m> (e.g. 0.01)")
         if not isinstance(self.asynchronous, bool):
@@ -122,5 +126,6 @@ class ExecutionConfig:
         """A fresh scheduler with these settings (one per episode)."""
         s = self.schedule(chunk_size)
         coeff = 0.0 if self.temporal_ensemble_coeff is None else self.temporal_ensemble_coeff
-        return ChunkScheduler(chunk_size, s.blend, s.horizon, s.threshold, not self.asynchronous, coeff,
-                              self.crossfade_steps)
+        return ChunkScheduler(
+            chunk_size, s.blend, s.horizon, s.threshold, not self.asynchronous, coeff, self.crossfade_steps
+        )

@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from act.model.checkpoint import load_network
-from act.runtime.predictors import META_FILE, EagerPredictor, load_predictor
 from act.common.checks import check_choice
 from act.common.io import atomic_path
+from act.model.checkpoint import load_network
+from act.runtime.predictors import META_FILE, EagerPredictor, load_predictor
 
 EXPORT_FORMATS = ("onnx", "torchscript")
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".pt"}
@@ -42,9 +42,14 @@ def example_inputs(net, batch: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def export_metadata(net, fmt: str) -> str:
-    return json.dumps({**net.metadata(), "format": fmt, "inputs": {"qpos": "(N, state_dim) float32, joint units",
-                       "images": "(N, cameras, 3, H, W) uint8"}, "outputs": {"actions": "(N, chunk_size, action_dim)"
-                       " float32, joint units"}})
+    return json.dumps(
+        {
+            **net.metadata(),
+            "format": fmt,
+            "inputs": {"qpos": "(N, state_dim) float32, joint units", "images": "(N, cameras, 3, H, W) uint8"},
+            "outputs": {"actions": "(N, chunk_size, action_dim) float32, joint units"},
+        }
+    )
 
 
 def export(net, path: str | Path, fmt: str) -> Path:
@@ -65,9 +70,16 @@ def export(net, path: str | Path, fmt: str) -> Path:
             import onnx
 
             buffer = io.BytesIO()
-            torch.onnx.export(net, inputs, buffer, dynamo=False, input_names=["qpos", "images"],
-                              output_names=["actions"], opset_version=ONNX_OPSET,
-                              dynamic_axes={"qpos": {0: "batch"}, "images": {0: "batch"}, "actions": {0: "batch"}})
+            torch.onnx.export(
+                net,
+                inputs,
+                buffer,
+                dynamo=False,
+                input_names=["qpos", "images"],
+                output_names=["actions"],
+                opset_version=ONNX_OPSET,
+                dynamic_axes={"qpos": {0: "batch"}, "images": {0: "batch"}, "actions": {0: "batch"}},
+            )
             model = onnx.load_from_string(buffer.getvalue())
             model.metadata_props.add(key=META_FILE, value=meta)
             model.producer_name = "aloha-act"

@@ -36,8 +36,13 @@ class ActionPlan:
     with W_n = sum_{i<n} w_i: memory bounded by the chunk size, not by the number of chunks.
     """
 
-    def __init__(self, blend: str = "replace", max_chunk: int = 100, coeff: float = ENSEMBLE_COEFF,
-                 crossfade_steps: int | None = None):
+    def __init__(
+        self,
+        blend: str = "replace",
+        max_chunk: int = 100,
+        coeff: float = ENSEMBLE_COEFF,
+        crossfade_steps: int | None = None,
+    ):
         check_choice("blend", blend, BLENDS)
         if not coeff >= 0:
             raise InputError(f"temporal_ensemble_coeff must be >= 0, got {coeff}")
@@ -92,15 +97,17 @@ class ActionPlan:
         end = max(len(self.count), offset + len(chunk))
         mean = np.zeros((end, chunk.shape[1]))  # (n', A)
         count = np.zeros(end, dtype=np.int64)  # (n',)
-        mean[:len(self.count)], count[:len(self.count)] = self.mean, self.count
+        mean[: len(self.count)], count[: len(self.count)] = self.mean, self.count
         new = slice(offset, offset + len(chunk))
         held = count[new]  # (m',) predictions already planned for the new chunk's ticks
         if self.blend == "replace":
             mean[new], count[new] = chunk, 1
-            mean, count = mean[:new.stop], count[:new.stop]  # the new chunk is the whole plan after its start
+            mean, count = mean[: new.stop], count[: new.stop]  # the new chunk is the whole plan after its start
         elif self.blend == "ensemble":
             w_new = self.weights[held][:, None]  # (m', 1): the new prediction is the newest of each tick
-            mean[new] = (mean[new] * self.cum_weights[held][:, None] + w_new * chunk) / self.cum_weights[held + 1][:, None]
+            mean[new] = (mean[new] * self.cum_weights[held][:, None] + w_new * chunk) / self.cum_weights[held + 1][
+                :, None
+            ]
             count[new] = held + 1
         else:  # crossfade
             overlap = int((held > 0).sum())

@@ -22,12 +22,12 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
+from act.common.errors import InputError
 from act.model.spec import PolicySpec
 from act.runtime.device import resolve_device
-from act.runtime.predictors import EagerPredictor, load_predictor
 from act.runtime.execution import ExecutionConfig
+from act.runtime.predictors import EagerPredictor, load_predictor
 from act.runtime.scheduler import ChunkScheduler
-from act.common.errors import InputError
 
 
 def _as_predictor(network, device, precision):
@@ -37,7 +37,9 @@ def _as_predictor(network, device, precision):
         return network
     net = getattr(network, "policy_net", None) or getattr(network, "net", network)  # the weight average, if kept
     if not isinstance(getattr(net, "spec", None), PolicySpec):
-        raise TypeError(f"ACTPolicy needs a NormalizedACT, an ACTLitModule or a predictor, got {type(network).__name__}")
+        raise TypeError(
+            f"ACTPolicy needs a NormalizedACT, an ACTLitModule or a predictor, got {type(network).__name__}"
+        )
     return EagerPredictor(net, device, precision)
 
 
@@ -68,14 +70,30 @@ class ACTPolicy:
     ``camera_names``, ``image_size``, ``state_dim``, ``task`` and ``render_quality`` read it.
     """
 
-    def __init__(self, network, n_action_steps: int | None = None, temporal_ensemble_coeff: float | None = None,
-                 device: str | torch.device = "cpu", precision: str = "auto", *, blend: str | None = None,
-                 crossfade_steps: int | None = None, queue_threshold: int | None = None,
-                 asynchronous: bool = False, latency_ticks: int = 0):
-        self.settings = ExecutionConfig(temporal_ensemble_coeff=temporal_ensemble_coeff, n_action_steps=n_action_steps,
-                                        blend=blend, asynchronous=asynchronous, queue_threshold=queue_threshold,
-                                        crossfade_steps=crossfade_steps, precision=precision,
-                                        latency_ticks=latency_ticks)  # checked before the network is touched
+    def __init__(
+        self,
+        network,
+        n_action_steps: int | None = None,
+        temporal_ensemble_coeff: float | None = None,
+        device: str | torch.device = "cpu",
+        precision: str = "auto",
+        *,
+        blend: str | None = None,
+        crossfade_steps: int | None = None,
+        queue_threshold: int | None = None,
+        asynchronous: bool = False,
+        latency_ticks: int = 0,
+    ):
+        self.settings = ExecutionConfig(
+            temporal_ensemble_coeff=temporal_ensemble_coeff,
+            n_action_steps=n_action_steps,
+            blend=blend,
+            asynchronous=asynchronous,
+            queue_threshold=queue_threshold,
+            crossfade_steps=crossfade_steps,
+            precision=precision,
+            latency_ticks=latency_ticks,
+        )  # checked before the network is touched
         self.predictor = _as_predictor(network, device, precision)
         self.device = getattr(self.predictor, "device", None) or resolve_device(device)
         self.spec: PolicySpec = self.predictor.spec  # what it expects: cameras, image size, sizes, task
@@ -163,18 +181,23 @@ class ACTPolicy:
         images = observation.get("images") or {}
         missing = [c for c in self.camera_names if c not in images]
         if missing:
-            raise InputError(f"observation lacks camera(s) {missing}; the policy was trained on {self.camera_names}, "
-                             f"the observation has {sorted(images)}")
+            raise InputError(
+                f"observation lacks camera(s) {missing}; the policy was trained on {self.camera_names}, "
+                f"the observation has {sorted(images)}"
+            )
         for cam in self.camera_names:
             image = images[cam]
             if image.shape != (*self.image_size, 3) or image.dtype != np.uint8:
-                raise InputError(f"camera {cam!r} image must be {self.image_size[0]}x{self.image_size[1]}x3 uint8 "
-                                 f"(as in training), got {image.shape} {image.dtype}")
+                raise InputError(
+                    f"camera {cam!r} image must be {self.image_size[0]}x{self.image_size[1]}x3 uint8 "
+                    f"(as in training), got {image.shape} {image.dtype}"
+                )
 
     def _inputs(self, observations: Sequence[Mapping]) -> tuple[np.ndarray, np.ndarray]:
         qpos = np.stack([np.asarray(o["qpos"], dtype=np.float32) for o in observations])  # (N, D)
-        frames = np.stack([np.stack([o["images"][cam] for cam in self.camera_names])
-                           for o in observations])  # (N, C, H, W, 3)
+        frames = np.stack(
+            [np.stack([o["images"][cam] for cam in self.camera_names]) for o in observations]
+        )  # (N, C, H, W, 3)
         return qpos, np.ascontiguousarray(frames.transpose(0, 1, 4, 2, 3))  # (N, C, 3, H, W)
 
     def warm_up(self, batch_sizes: Sequence[int] = (1,), repeats: int = 2) -> None:

@@ -38,10 +38,10 @@ from act.common.errors import InputError
 log = logging.getLogger(__name__)
 
 PRECISIONS = ("auto", "32-true", "bf16-mixed", "16-mixed")
-NATIVE_BF16_CAPABILITY = (8, 0)   # Ampere and later: bf16 tensor cores
-FP16_TENSOR_CORES = (7, 0)        # Volta and later: fp16 tensor cores
-PROBE_SIZE = 256           # a 256x256 matmul: 34 MFLOP, ~0.3 ms fp32, ~0.1 s when bf16 is emulated
-NATIVE_MAX_RATIO = 1.0     # bf16 counts as native when the probe runs at least as fast as fp32
+NATIVE_BF16_CAPABILITY = (8, 0)  # Ampere and later: bf16 tensor cores
+FP16_TENSOR_CORES = (7, 0)  # Volta and later: fp16 tensor cores
+PROBE_SIZE = 256  # a 256x256 matmul: 34 MFLOP, ~0.3 ms fp32, ~0.1 s when bf16 is emulated
+NATIVE_MAX_RATIO = 1.0  # bf16 counts as native when the probe runs at least as fast as fp32
 
 
 @dataclass(frozen=True)
@@ -50,9 +50,9 @@ class BF16Probe:
 
     device_type: str
     native: bool
-    fp32_ms: float | None    # the probe matmul, fp32 (None: not timed, e.g. CUDA)
+    fp32_ms: float | None  # the probe matmul, fp32 (None: not timed, e.g. CUDA)
     bf16_ms: float | None
-    detail: str              # the capability the decision rests on, for messages
+    detail: str  # the capability the decision rests on, for messages
     fp16_tensor_cores: bool = False  # CUDA 7.x and up: 16-mixed is fast where bf16 is not native
 
     @property
@@ -66,7 +66,7 @@ class BF16Probe:
 @dataclass(frozen=True)
 class PrecisionChoice:
     requested: str
-    precision: str   # '32-true', 'bf16-mixed' or '16-mixed'
+    precision: str  # '32-true', 'bf16-mixed' or '16-mixed'
     reason: str
     emulated: bool = False  # bf16-mixed on a device that only emulates bf16 (every step far slower)
 
@@ -113,8 +113,10 @@ def _probe_cuda(device: str) -> BF16Probe:
     capability = tuple(torch.cuda.get_device_capability(index))
     name = torch.cuda.get_device_name(index)
     native = capability >= NATIVE_BF16_CAPABILITY
-    detail = (f"{name} ({device}, compute capability {capability[0]}.{capability[1]}): bf16 "
-              f"{'native' if native else 'emulated, no bf16 tensor cores'}")
+    detail = (
+        f"{name} ({device}, compute capability {capability[0]}.{capability[1]}): bf16 "
+        f"{'native' if native else 'emulated, no bf16 tensor cores'}"
+    )
     return BF16Probe("cuda", native, None, None, detail, fp16_tensor_cores=capability >= FP16_TENSOR_CORES)
 
 
@@ -131,8 +133,10 @@ def probe_bf16(device: str = "cpu") -> BF16Probe:
     # The emulated path can take ~0.1 s per call: one timed call is enough to see it.
     bf16_ms = _time_matmul(torch.bfloat16, repeats=1 if flags is False else 3)
     native = bool(flags) and bf16_ms <= NATIVE_MAX_RATIO * fp32_ms
-    detail = (f"CPU capability {capability}, oneDNN bf16 {'yes' if flags else 'no'}, probe matmul "
-              f"bf16 {bf16_ms:.2f} ms vs fp32 {fp32_ms:.2f} ms")
+    detail = (
+        f"CPU capability {capability}, oneDNN bf16 {'yes' if flags else 'no'}, probe matmul "
+        f"bf16 {bf16_ms:.2f} ms vs fp32 {fp32_ms:.2f} ms"
+    )
     return BF16Probe("cpu", native, fp32_ms, bf16_ms, detail)
 
 
@@ -142,8 +146,9 @@ def slowdown_text(probe: BF16Probe) -> str:
     return f"bf16 ran {probe.slowdown:.0f}x slower than fp32 in a matmul probe ({probe.detail})"
 
 
-def resolve_precision(requested: str, device: str | torch.device | None = "cpu", *,
-                      warn: bool = True) -> PrecisionChoice:
+def resolve_precision(
+    requested: str, device: str | torch.device | None = "cpu", *, warn: bool = True
+) -> PrecisionChoice:
     """The precision to run with on ``device`` (``cpu``, ``cuda:<i>``, a Lightning accelerator name).
 
     ``auto`` picks ``bf16-mixed`` where bf16 is native, else ``16-mixed`` on a CUDA GPU with fp16
@@ -156,8 +161,10 @@ def resolve_precision(requested: str, device: str | torch.device | None = "cpu",
         return PrecisionChoice(requested, "32-true", "requested")
     if requested == "16-mixed":
         if device_type_of(device) != "cuda":
-            raise InputError("precision=16-mixed needs a CUDA GPU (fp16 autocast with loss scaling); "
-                             "here use auto, 32-true or bf16-mixed")
+            raise InputError(
+                "precision=16-mixed needs a CUDA GPU (fp16 autocast with loss scaling); "
+                "here use auto, 32-true or bf16-mixed"
+            )
         return PrecisionChoice(requested, "16-mixed", "requested")
     probe = probe_bf16(probe_key(device))
     if requested == "auto":
@@ -169,10 +176,14 @@ def resolve_precision(requested: str, device: str | torch.device | None = "cpu",
     if not probe.native:
         if warn:
             fallback = "16-mixed" if probe.fp16_tensor_cores else "32-true"
-            warnings.warn(f"precision bf16-mixed on a device without native bf16: {slowdown_text(probe)}; every "
-                          f"step will be about that much slower. Use precision=auto (here: {fallback}).", stacklevel=2)
-        return PrecisionChoice(requested, "bf16-mixed", f"requested, but emulated: {slowdown_text(probe)}",
-                               emulated=True)
+            warnings.warn(
+                f"precision bf16-mixed on a device without native bf16: {slowdown_text(probe)}; every "
+                f"step will be about that much slower. Use precision=auto (here: {fallback}).",
+                stacklevel=2,
+            )
+        return PrecisionChoice(
+            requested, "bf16-mixed", f"requested, but emulated: {slowdown_text(probe)}", emulated=True
+        )
     return PrecisionChoice(requested, "bf16-mixed", f"requested; bf16 is native here ({probe.detail})")
 
 

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from act.common.errors import InputError, MissingFileError
 from act.model.spec import PolicySpec
 from act.runtime.device import resolve_device
 from act.runtime.precision import autocast, resolve_precision
-from act.common.errors import InputError, MissingFileError
 
 META_FILE = "act_meta.json"  # the TorchScript extra file / ONNX metadata key holding the metadata
 FORMATS = {".ckpt": "checkpoint", ".pt": "torchscript", ".onnx": "onnx"}
@@ -70,8 +70,10 @@ class TorchScriptPredictor:
         try:
             self.module = torch.jit.load(str(path), map_location=self.device, _extra_files=extra)
         except (RuntimeError, ValueError) as err:
-            raise ArtifactError(f"{path} is not a readable TorchScript policy ({str(err).splitlines()[0]}); "
-                                f"write one with scripts/export.py format=torchscript") from None
+            raise ArtifactError(
+                f"{path} is not a readable TorchScript policy ({str(err).splitlines()[0]}); "
+                f"write one with scripts/export.py format=torchscript"
+            ) from None
         self.spec = spec_from_metadata(extra[META_FILE], path)
         from act.model.checkpoint import check_finite_weights
 
@@ -119,8 +121,10 @@ class OnnxPredictor:
         providers = ["CPUExecutionProvider"]
         if self.device.type == "cuda":
             if not onnx_has_cuda():
-                raise ArtifactError(f"device={self.device}: this onnxruntime has no {CUDA_PROVIDER} (pip install "
-                                    f"onnxruntime-gpu); run the .onnx policy with device=cpu")
+                raise ArtifactError(
+                    f"device={self.device}: this onnxruntime has no {CUDA_PROVIDER} (pip install "
+                    f"onnxruntime-gpu); run the .onnx policy with device=cpu"
+                )
             providers.insert(0, (CUDA_PROVIDER, {"device_id": self.device.index or 0}))
         elif self.device.type != "cpu":
             raise ArtifactError(f"device={self.device}: ONNX policies run on cpu or cuda[:index]")
@@ -130,12 +134,16 @@ class OnnxPredictor:
         try:
             self.session = ort.InferenceSession(str(path), options, providers=providers)
         except Exception as err:  # onnxruntime raises its own exception types
-            raise ArtifactError(f"{path} is not a readable ONNX policy ({str(err).splitlines()[0]}); "
-                                f"write one with scripts/export.py format=onnx") from None
+            raise ArtifactError(
+                f"{path} is not a readable ONNX policy ({str(err).splitlines()[0]}); "
+                f"write one with scripts/export.py format=onnx"
+            ) from None
         if self.device.type == "cuda" and self.session.get_providers()[0] != CUDA_PROVIDER:
             # onnxruntime falls back to the CPU, with a log line, when the provider's libraries fail to load
-            raise ArtifactError(f"device={self.device}: onnxruntime could not start its {CUDA_PROVIDER} (its CUDA "
-                                f"and cuDNN libraries); run the .onnx policy with device=cpu")
+            raise ArtifactError(
+                f"device={self.device}: onnxruntime could not start its {CUDA_PROVIDER} (its CUDA "
+                f"and cuDNN libraries); run the .onnx policy with device=cpu"
+            )
         metadata = self.session.get_modelmeta().custom_metadata_map
         self.spec = spec_from_metadata(metadata.get(META_FILE, ""), path)
         from act.model.checkpoint import check_finite_weights
@@ -143,8 +151,10 @@ class OnnxPredictor:
         check_finite_weights(path, onnx_weights(path), ArtifactError)
 
     def __call__(self, qpos: np.ndarray, images: np.ndarray) -> np.ndarray:
-        feeds = {"qpos": np.ascontiguousarray(qpos, dtype=np.float32),
-                 "images": np.ascontiguousarray(images, dtype=np.uint8)}
+        feeds = {
+            "qpos": np.ascontiguousarray(qpos, dtype=np.float32),
+            "images": np.ascontiguousarray(images, dtype=np.uint8),
+        }
         return self.session.run(["actions"], feeds)[0]  # (N, k, A)
 
 
@@ -179,21 +189,25 @@ def spec_from_metadata(text: str | bytes, path: str | Path) -> PolicySpec:
         meta = None
     needed = {"camera_names", "image_size", "chunk_size", "state_dim", "action_dim"}
     if not isinstance(meta, dict) or not needed <= set(meta):
-        raise ArtifactError(f"{path} carries no ACT metadata (cameras, image size, chunk size); "
-                            f"export it with scripts/export.py")
+        raise ArtifactError(
+            f"{path} carries no ACT metadata (cameras, image size, chunk size); export it with scripts/export.py"
+        )
     try:
         return PolicySpec.from_dict({k: v for k, v in meta.items() if k in PolicySpec.keys()})
     except (TypeError, ValueError) as err:
-        raise ArtifactError(f"{path} carries unreadable ACT metadata ({err}); export it again with "
-                            f"scripts/export.py") from None
+        raise ArtifactError(
+            f"{path} carries unreadable ACT metadata ({err}); export it again with scripts/export.py"
+        ) from None
 
 
 def artifact_format(path: str | Path) -> str:
     """``checkpoint``, ``torchscript`` or ``onnx``, from the file's suffix."""
     suffix = Path(path).suffix
     if suffix not in FORMATS:
-        raise ArtifactError(f"{path}: unknown policy file type {suffix!r}; give a training checkpoint (.ckpt), "
-                            f"a TorchScript export (.pt) or an ONNX export (.onnx)")
+        raise ArtifactError(
+            f"{path}: unknown policy file type {suffix!r}; give a training checkpoint (.ckpt), "
+            f"a TorchScript export (.pt) or an ONNX export (.onnx)"
+        )
     return FORMATS[suffix]
 
 
@@ -221,8 +235,9 @@ def load_predictor(path: str | Path, device: str | torch.device = "cpu", precisi
 
         return EagerPredictor(load_network(path, map_location=device), device, precision)
     if precision not in ("auto", "32-true"):
-        raise ArtifactError(f"precision={precision} is for checkpoints; exported {kind} policies run in fp32 "
-                            f"(precision=32-true)")
+        raise ArtifactError(
+            f"precision={precision} is for checkpoints; exported {kind} policies run in fp32 (precision=32-true)"
+        )
     if kind == "torchscript":
         return TorchScriptPredictor(path, device)
     return OnnxPredictor(path, device=device)

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
-from act.runtime.safety import CLIPPED, REFUSED, SafetyLimits, SafetyStop, StaleInputs
-from act.runtime.scheduler import ChunkScheduler
 from act.common.aloha import joint_name
 from act.common.errors import InputError
+from act.runtime.safety import CLIPPED, REFUSED, SafetyLimits, SafetyStop, StaleInputs
+from act.runtime.scheduler import ChunkScheduler
 
 if TYPE_CHECKING:  # recording needs h5py, which running a policy does not
     from act.runtime.recording import EpisodeRecording
@@ -101,8 +101,16 @@ class Inference:
         self.pool.shutdown(wait=True)
 
 
-def run_robot_episode(robot, policy, inference, ticks: int, seed: int | None = None, clock=None,
-                      safety: SafetyLimits | None = None, recording: EpisodeRecording | None = None) -> RealtimeResult:
+def run_robot_episode(
+    robot,
+    policy,
+    inference,
+    ticks: int,
+    seed: int | None = None,
+    clock=None,
+    safety: SafetyLimits | None = None,
+    recording: EpisodeRecording | None = None,
+) -> RealtimeResult:
     """One episode of ``ticks`` control ticks (or until ``robot.done``) in real time.
 
     Args:
@@ -132,8 +140,9 @@ def run_robot_episode(robot, policy, inference, ticks: int, seed: int | None = N
     return episode.finish()
 
 
-def catch_up(now: float, deadline: float, tick: int, ticks: int, scheduler: ChunkScheduler,
-             result: RealtimeResult) -> int:
+def catch_up(
+    now: float, deadline: float, tick: int, ticks: int, scheduler: ChunkScheduler, result: RealtimeResult
+) -> int:
     """The tick to command next when it is ``now`` and tick ``tick`` was due at ``deadline``: the whole ticks
     already gone (at most the ``ticks - tick`` left) are skipped, the arm holding its last command through
     them. They count as missed; an asynchronous scheduler's plan moves past them too (its clock is the
@@ -155,8 +164,9 @@ class _RobotEpisode:
     """The state ``run_robot_episode`` carries from tick to tick, and its stages: ``begin``, then each
     tick ``wait_for_tick``, ``observe``, ``query`` and ``command``, and ``finish``."""
 
-    def __init__(self, robot, policy, inference, ticks: int, clock, safety: SafetyLimits,
-                 recording: EpisodeRecording | None):
+    def __init__(
+        self, robot, policy, inference, ticks: int, clock, safety: SafetyLimits, recording: EpisodeRecording | None
+    ):
         self.robot, self.policy, self.inference, self.ticks = robot, policy, inference, ticks
         self.clock, self.safety, self.recording = clock, safety, recording
         self.wall = getattr(clock, "wall", time.time)
@@ -181,8 +191,9 @@ class _RobotEpisode:
         self.observation = self.robot.reset(seed)
         self.last = np.asarray(self.observation["qpos"], dtype=np.float64).copy()
         if self.last.shape != (self.safety.dim,):
-            raise InputError(f"the safety limits are for {self.safety.dim} joints; the robot's qpos has shape "
-                             f"{self.last.shape}")
+            raise InputError(
+                f"the safety limits are for {self.safety.dim} joints; the robot's qpos has shape {self.last.shape}"
+            )
         self.start = self.clock.now()
 
     def wait_for_tick(self) -> bool:
@@ -250,8 +261,13 @@ class _RobotEpisode:
         if held_run >= self.safety.watchdog_ticks and not self.watchdog_on:
             self.watchdog_on = True
             self.result.watchdog_holds += 1
-            log.warning("watchdog at tick %d: no fresh planned action for %d ticks (safety.watchdog_ticks=%d); "
-                        "the arm holds its last command", self.tick, held_run, self.safety.watchdog_ticks)
+            log.warning(
+                "watchdog at tick %d: no fresh planned action for %d ticks (safety.watchdog_ticks=%d); "
+                "the arm holds its last command",
+                self.tick,
+                held_run,
+                self.safety.watchdog_ticks,
+            )
 
     def _limited(self, action: np.ndarray) -> np.ndarray:
         """``action`` as the safety limits let it go out (clipped, counted); a refused one is a stop."""
@@ -319,14 +335,23 @@ def _deliver(scheduler: ChunkScheduler, result: RealtimeResult, timed, tick: int
     bad = np.argwhere(~np.isfinite(chunk))  # (n, 2): (step, joint) of each non-finite number
     if len(bad):
         step, joint = (int(v) for v in bad[0])
-        raise SafetyStop(f"the network returned a chunk with NaN or inf at tick {tick} ({len(bad)} of {chunk.size} "
-                         f"numbers, the first at step {step}, {joint_name(joint, chunk.shape[-1])}); "
-                         "none of it was sent")
+        raise SafetyStop(
+            f"the network returned a chunk with NaN or inf at tick {tick} ({len(bad)} of {chunk.size} "
+            f"numbers, the first at step {step}, {joint_name(joint, chunk.shape[-1])}); "
+            "none of it was sent"
+        )
     scheduler.deliver(chunk)
 
 
-def _hold_and_stop(robot, result: RealtimeResult, last: np.ndarray, tick: int, ticks: int, observation,
-                   recording: EpisodeRecording | None) -> None:
+def _hold_and_stop(
+    robot,
+    result: RealtimeResult,
+    last: np.ndarray,
+    tick: int,
+    ticks: int,
+    observation,
+    recording: EpisodeRecording | None,
+) -> None:
     """End a stopped episode: command the last safe command for ``tick`` (the first not yet
     commanded), then call the robot's ``stop()`` if it has one."""
     try:
@@ -353,14 +378,20 @@ def summarize_realtime(results: list[RealtimeResult]) -> dict:
     ticks = sum(r.ticks for r in results)
     successes = [r.success for r in results if r.success is not None]
     return {
-        "episodes": len(results), "ticks": ticks, "missed_ticks": sum(r.missed_ticks for r in results),
-        "tick_jitter_ms": {"p50": float(np.percentile(lateness, 50)) if lateness.size else None,
-                           "p99": float(np.percentile(lateness, 99)) if lateness.size else None,
-                           "max": float(lateness.max()) if lateness.size else None},
+        "episodes": len(results),
+        "ticks": ticks,
+        "missed_ticks": sum(r.missed_ticks for r in results),
+        "tick_jitter_ms": {
+            "p50": float(np.percentile(lateness, 50)) if lateness.size else None,
+            "p99": float(np.percentile(lateness, 99)) if lateness.size else None,
+            "max": float(lateness.max()) if lateness.size else None,
+        },
         "queries": sum(r.queries for r in results),
         "queries_per_s": sum(r.queries for r in results) / wall if wall > 0 else None,
-        "query_ms": {"median": float(np.median(query_ms)) if query_ms.size else None,
-                     "p95": float(np.percentile(query_ms, 95)) if query_ms.size else None},
+        "query_ms": {
+            "median": float(np.median(query_ms)) if query_ms.size else None,
+            "p95": float(np.percentile(query_ms, 95)) if query_ms.size else None,
+        },
         "held_share": sum(r.held_ticks for r in results) / ticks if ticks else 0.0,
         "skipped_actions": sum(r.skipped_actions for r in results),
         "success_rate": float(np.mean(successes)) if successes else None,

@@ -15,8 +15,8 @@ from typing import Mapping
 
 import numpy as np
 
-from act.data.schema import HELD, TICK, write_episode
 from act.common.errors import InputError
+from act.data.schema import HELD, TICK, write_episode
 
 
 class EpisodeRecording:
@@ -55,8 +55,13 @@ class EpisodeRecording:
         (None values are left out: HDF5 has no null)."""
         if not self.ticks:
             raise InputError("nothing to write: the episode has no commanded tick")
-        return write_episode(path, qpos=np.stack(self.qpos), action=np.stack(self.action),  # (T, 14) each
-                             qvel=np.stack(self.qvel) if self.qvel else None,
-                             images={cam: np.stack(frames) for cam, frames in self.images.items()},  # (T, H, W, 3)
-                             attrs={k: v for k, v in (attrs or {}).items() if v is not None}, sim=sim,
-                             extra={HELD: np.array(self.held, dtype=bool), TICK: np.array(self.ticks, dtype=np.int64)})
+        return write_episode(
+            path,
+            qpos=np.stack(self.qpos),
+            action=np.stack(self.action),  # (T, 14) each
+            qvel=np.stack(self.qvel) if self.qvel else None,
+            images={cam: np.stack(frames) for cam, frames in self.images.items()},  # (T, H, W, 3)
+            attrs={k: v for k, v in (attrs or {}).items() if v is not None},
+            sim=sim,
+            extra={HELD: np.array(self.held, dtype=bool), TICK: np.array(self.ticks, dtype=np.int64)},
+        )

@@ -15,9 +15,9 @@ from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 
-from act.runtime.safety import joint_values
 from act.common.aloha import STATE_DIM
 from act.common.errors import InputError
+from act.runtime.safety import joint_values
 
 
 class Robot(Protocol):
@@ -48,7 +48,9 @@ def check_action(action, dim: int = STATE_DIM) -> np.ndarray:
         raise InputError(f"a joint command must be {dim} finite numbers, got shape {action.shape}")
     bad = np.flatnonzero(~np.isfinite(action))
     if bad.size:
-        raise InputError(f"a joint command must be {dim} finite numbers; {bad.size} are not: {joint_values(action, bad)}")
+        raise InputError(
+            f"a joint command must be {dim} finite numbers; {bad.size} are not: {joint_values(action, bad)}"
+        )
     return action
 
 
@@ -136,8 +138,10 @@ class AlohaRobot:
         images = observation.get("images") or {}
         missing = [cam for cam in self.camera_map.values() if cam not in images]
         if missing:
-            raise InputError(f"the robot's observation lacks camera(s) {missing}; it has {sorted(images)}: "
-                             f"fix camera_map {self.camera_map}")
+            raise InputError(
+                f"the robot's observation lacks camera(s) {missing}; it has {sorted(images)}: "
+                f"fix camera_map {self.camera_map}"
+            )
         qpos = np.asarray(observation["qpos"], dtype=np.float64)
         if qpos.shape != (STATE_DIM,):
             raise InputError(f"the robot's qpos must have {STATE_DIM} numbers, got shape {qpos.shape}")
@@ -147,8 +151,12 @@ class AlohaRobot:
             if frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != np.uint8:
                 raise InputError(f"camera {cam!r} must give (H, W, 3) uint8 frames, got {frame.shape} {frame.dtype}")
             frames[name] = frame
-        return {"qpos": qpos, "qvel": np.asarray(observation.get("qvel", np.zeros(STATE_DIM))),
-                "effort": np.asarray(observation.get("effort", np.zeros(STATE_DIM))), "images": frames}
+        return {
+            "qpos": qpos,
+            "qvel": np.asarray(observation.get("qvel", np.zeros(STATE_DIM))),
+            "effort": np.asarray(observation.get("effort", np.zeros(STATE_DIM))),
+            "images": frames,
+        }
 
     def reset(self, seed: int | None = None) -> Mapping:
         self._ts = self.env.reset()

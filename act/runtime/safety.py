@@ -81,8 +81,10 @@ class SafetyLimits:
         self.max_delta = _per_joint("max_delta", self.max_delta, MAX_DELTA, self.dim)
         if not np.all(self.lower <= self.upper):
             i = int(np.flatnonzero(self.lower > self.upper)[0])
-            raise InputError(f"safety.lower must not exceed safety.upper: {joint_name(i, self.dim)} has "
-                             f"[{self.lower[i]:g}, {self.upper[i]:g}]")
+            raise InputError(
+                f"safety.lower must not exceed safety.upper: {joint_name(i, self.dim)} has "
+                f"[{self.lower[i]:g}, {self.upper[i]:g}]"
+            )
         if not np.all(self.max_delta > 0):
             raise InputError(f"safety.max_delta must be positive (inf: no limit), got {self.max_delta.tolist()}")
         for key in ("watchdog_ticks", "stale_ticks"):
@@ -90,7 +92,9 @@ class SafetyLimits:
             if not is_integer(value) or value < 1:
                 raise InputError(f"safety.{key} must be a positive integer (ticks of 20 ms), got {value!r}")
         if self.stale_ms is not None and (not is_number(self.stale_ms) or not self.stale_ms > 0):
-            raise InputError(f"safety.stale_ms must be a positive number of milliseconds or null, got {self.stale_ms!r}")
+            raise InputError(
+                f"safety.stale_ms must be a positive number of milliseconds or null, got {self.stale_ms!r}"
+            )
         if not isinstance(self.stale_stop, bool):
             raise InputError(f"safety.stale_stop must be true or false, got {self.stale_stop!r}")
 
@@ -112,10 +116,13 @@ class SafetyLimits:
         changed = np.flatnonzero(safe != command)
         if not changed.size:
             return command, OK, ""
-        outside = [f"{joint_name(i, self.dim)} {command[i]:.4g} outside [{self.lower[i]:.4g}, {self.upper[i]:.4g}]"
-                   if not self.lower[i] <= command[i] <= self.upper[i] else
-                   f"{joint_name(i, self.dim)} moves {command[i] - last[i]:+.4g} in one tick (max_delta "
-                   f"{self.max_delta[i]:.4g})" for i in changed[:3]]
+        outside = [
+            f"{joint_name(i, self.dim)} {command[i]:.4g} outside [{self.lower[i]:.4g}, {self.upper[i]:.4g}]"
+            if not self.lower[i] <= command[i] <= self.upper[i]
+            else f"{joint_name(i, self.dim)} moves {command[i] - last[i]:+.4g} in one tick (max_delta "
+            f"{self.max_delta[i]:.4g})"
+            for i in changed[:3]
+        ]
         why = "; ".join(outside) + (f" (and {changed.size - 3} more)" if changed.size > 3 else "")
         return (safe, CLIPPED, why) if self.mode == "clip" else (last, REFUSED, why)
 
@@ -155,12 +162,20 @@ class StaleInputs:
             if self.same[source] >= self.limits.stale_ticks and source not in self.reported:
                 self.reported.add(source)
                 what = "qpos" if source == "qpos" else f"{source} frame"
-                warnings.append(f"stale observation at tick {tick}: the {what} has not changed for "
-                                f"{self.same[source]} ticks (safety.stale_ticks={self.limits.stale_ticks})")
+                warnings.append(
+                    f"stale observation at tick {tick}: the {what} has not changed for "
+                    f"{self.same[source]} ticks (safety.stale_ticks={self.limits.stale_ticks})"
+                )
         limit = self.limits.stale_ms
-        if age_ms is not None and limit is not None and math.isfinite(age_ms) and age_ms > limit \
-                and "timestamp" not in self.reported:
+        if (
+            age_ms is not None
+            and limit is not None
+            and math.isfinite(age_ms)
+            and age_ms > limit
+            and "timestamp" not in self.reported
+        ):
             self.reported.add("timestamp")
-            warnings.append(f"stale observation at tick {tick}: its timestamp is {age_ms:.0f} ms old "
-                            f"(safety.stale_ms={limit:g})")
+            warnings.append(
+                f"stale observation at tick {tick}: its timestamp is {age_ms:.0f} ms old (safety.stale_ms={limit:g})"
+            )
         return warnings

@@ -2,7 +2,8 @@
 synchronous and asynchronous execution.
 
 Chunks decouple the control rate from the inference rate (the ACT paper, "Action Chunking and
-Temporal Ensemble"): a chunk of k actions can be played at 50 Hz while the next is computed. The scheduler keeps a plan of actions by tick
+Temporal Ensemble"): a chunk of k actions can be played at 50 Hz while the next is computed. The scheduler
+keeps a plan of actions by tick
 (``ActionPlan``) and asks for a query whenever no query is in flight and the plan holds at most
 ``threshold`` actions from the current tick on; a query uses the newest observation and plays, of
 its chunk, the actions for ticks ``obs_tick .. obs_tick + horizon - 1`` that are still ahead.
@@ -23,16 +24,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from act.runtime.plan import ENSEMBLE_COEFF, ActionPlan
 from act.common.errors import InputError
+from act.runtime.plan import ENSEMBLE_COEFF, ActionPlan
 
 
 def check_threshold(threshold: int, horizon: int, key: str = "queue_threshold") -> None:
     """The query threshold must leave the plan short of a full chunk: at ``horizon`` or more planned actions
     left it would query on every tick. ``key`` is the name the user set it by."""
     if not 0 <= int(threshold) < horizon:
-        raise InputError(f"{key} must be in 0..{horizon - 1} (fewer than the {horizon} actions a chunk adds), "
-                         f"got {threshold}")
+        raise InputError(
+            f"{key} must be in 0..{horizon - 1} (fewer than the {horizon} actions a chunk adds), got {threshold}"
+        )
 
 
 class ChunkScheduler:
@@ -51,8 +53,16 @@ class ChunkScheduler:
     once when the result is immediate), then ``next_action``.
     """
 
-    def __init__(self, chunk_size: int, blend: str = "replace", horizon: int | None = None, threshold: int = 0,
-                 blocking: bool = True, coeff: float = ENSEMBLE_COEFF, crossfade_steps: int | None = None):
+    def __init__(
+        self,
+        chunk_size: int,
+        blend: str = "replace",
+        horizon: int | None = None,
+        threshold: int = 0,
+        blocking: bool = True,
+        coeff: float = ENSEMBLE_COEFF,
+        crossfade_steps: int | None = None,
+    ):
         self.chunk_size = int(chunk_size)
         self.horizon = self.chunk_size if horizon is None else int(horizon)
         if not 1 <= self.horizon <= self.chunk_size:
@@ -93,7 +103,7 @@ class ChunkScheduler:
         if chunk.ndim != 2 or len(chunk) != self.chunk_size:
             raise InputError(f"expected a chunk of shape ({self.chunk_size}, A), got {chunk.shape}")
         observed, self.in_flight = self.in_flight, None
-        skipped = self.plan.add(chunk[:self.horizon], observed, self.clock)
+        skipped = self.plan.add(chunk[: self.horizon], observed, self.clock)
         self.skipped += skipped
         return skipped
 
@@ -108,4 +118,3 @@ class ChunkScheduler:
         if action is None:
             self.held += 1
         return action, switched
-

@@ -30,20 +30,29 @@ class StageEstimate:
     detail: str
 
 
-def time_training_step(module, batch_size: int, precision: str, repeats: int = 4,
-                       device: str | torch.device = "cpu") -> float:
+def time_training_step(
+    module, batch_size: int, precision: str, repeats: int = 4, device: str | torch.device = "cpu"
+) -> float:
     """Seconds of one optimiser step of ``module`` at ``batch_size`` on ``device`` (where the trainer
     will train: the module is moved there): the median of ``repeats``, after two untimed steps."""
     return time_training_steps({"module": module}, batch_size, precision, repeats, device)["module"]
 
 
-def time_training_steps(modules: dict, batch_size: int, precision: str, repeats: int = 4,
-                        device: str | torch.device = "cpu") -> dict:
+def time_training_steps(
+    modules: dict, batch_size: int, precision: str, repeats: int = 4, device: str | torch.device = "cpu"
+) -> dict:
     """``time_training_step`` of each of ``modules`` ({name: module}, shaped alike), one step of each per
     round (A B A B ...) so that a noisy host slows them alike: {name: median seconds}."""
     first = next(iter(modules.values()))
-    batch = random_batch(batch_size, len(first.net.camera_names), first.net.image_size, first.config.chunk_size,
-                         first.config.state_dim, first.config.action_dim, device=device)
+    batch = random_batch(
+        batch_size,
+        len(first.net.camera_names),
+        first.net.image_size,
+        first.config.chunk_size,
+        first.config.state_dim,
+        first.config.action_dim,
+        device=device,
+    )
     steps = {name: training_step_fn(module.to(device), batch, precision) for name, module in modules.items()}
     for step in list(steps.values()) * 2:
         step()  # untimed: allocator and kernel caches settle
@@ -59,18 +68,24 @@ def steps_within(seconds: float, step_s: float) -> int:
     return int(seconds / (TRAINER_OVERHEAD * step_s))
 
 
-def estimate_training(module, batch_size: int, steps: int, precision: str, repeats: int = 4,
-                      step_s: float | None = None) -> StageEstimate:
+def estimate_training(
+    module, batch_size: int, steps: int, precision: str, repeats: int = 4, step_s: float | None = None
+) -> StageEstimate:
     """``steps`` optimiser steps of ``module`` at ``batch_size`` (CPU), from ``repeats`` timed ones
     (or from ``step_s``, seconds per step already timed)."""
     seconds = step_s if step_s is not None else time_training_step(module, batch_size, precision, repeats)
     total = TRAINER_OVERHEAD * seconds * steps
-    return StageEstimate("train", total, f"{steps} steps x {1000 * seconds:.0f} ms/step at batch {batch_size}, "
-                                         f"{precision} ({batch_size / seconds:.1f} samples/s)")
+    return StageEstimate(
+        "train",
+        total,
+        f"{steps} steps x {1000 * seconds:.0f} ms/step at batch {batch_size}, "
+        f"{precision} ({batch_size / seconds:.1f} samples/s)",
+    )
 
 
-def estimate_evaluation(module, precision: str, env, episodes: int, episode_len: int, query_every: int,
-                        batch_envs: int, workers: int) -> StageEstimate:
+def estimate_evaluation(
+    module, precision: str, env, episodes: int, episode_len: int, query_every: int, batch_envs: int, workers: int
+) -> StageEstimate:
     """Closed-loop evaluation of ``episodes`` episodes: simulator steps (timed on ``env``) plus
     batched queries (timed on ``module``), spread over ``workers`` processes as ``evaluate`` does."""
     ts = env.reset(seed=0)
@@ -89,9 +104,13 @@ def estimate_evaluation(module, precision: str, env, episodes: int, episode_len:
     query_total = groups * queries * query_s * torch.get_num_threads() / (threads_each * workers)
     env_total = episodes * episode_len * env_s / min(workers, cpus)
     total = query_total + env_total + PROCESS_START_S
-    return StageEstimate("eval", total, f"{episodes} episodes: {groups * queries} batched queries x "
-                                        f"{1000 * query_s:.0f} ms, {episodes * episode_len} sim steps x "
-                                        f"{1000 * env_s:.1f} ms, {workers} process(es)")
+    return StageEstimate(
+        "eval",
+        total,
+        f"{episodes} episodes: {groups * queries} batched queries x "
+        f"{1000 * query_s:.0f} ms, {episodes * episode_len} sim steps x "
+        f"{1000 * env_s:.1f} ms, {workers} process(es)",
+    )
 
 
 def minutes(seconds: float) -> str:

@@ -111,8 +111,10 @@ class SafeCheckpointIO(TorchCheckpointIO):
             fix = "raise this shell's file-size limit (ulimit -f)"
         else:
             fix = f"make {path.parent} writable (or free space)"
-        return (f"could not save checkpoint {path}: {err.strerror or err} ({room}, the checkpoint needs about "
-                f"{_megabytes(nbytes)}); {fix}, then resume from its last checkpoint")
+        return (
+            f"could not save checkpoint {path}: {err.strerror or err} ({room}, the checkpoint needs about "
+            f"{_megabytes(nbytes)}); {fix}, then resume from its last checkpoint"
+        )
 
 
 class SamplesPerSecond(L.Callback):
@@ -126,7 +128,7 @@ class SamplesPerSecond(L.Callback):
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch, batch_idx: int):
         now = time.perf_counter()
-        self._times = (self._times + [now])[-(self.window + 1):]
+        self._times = (self._times + [now])[-(self.window + 1) :]
         if len(self._times) >= 2:
             steps = len(self._times) - 1
             rate = steps * batch["qpos"].shape[0] * trainer.world_size / (self._times[-1] - self._times[0])
@@ -202,7 +204,9 @@ class StopOnDivergence(L.Callback):
                 norm = norm.float()
         self._pending.append((trainer.global_step + 1, loss, norm))
         # On a CPU a read costs nothing: every step, so a non-finite step never reaches the weights.
-        every = self.check_every_n_steps or (1 if pl_module.device.type == "cpu" else max(1, int(trainer.log_every_n_steps)))
+        every = self.check_every_n_steps or (
+            1 if pl_module.device.type == "cpu" else max(1, int(trainer.log_every_n_steps))
+        )
         if (trainer.global_step + 1) % every == 0:
             self.check(trainer)
 
@@ -237,9 +241,11 @@ class StopOnDivergence(L.Callback):
         last = self._last_finite
         before = f"last finite loss {last[0]:.4g} at step {last[1]}" if last else "no finite step before it"
         rates = "/".join(f"{group['lr']:.3g}" for optimizer in optimizers for group in optimizer.param_groups)
-        return (f"training diverged at step {step}: {what}; {before}. Likely causes: a learning rate too high "
-                f"(now {rates}: lower policy.optimizer.lr / policy.lr_backbone) or NaN/inf values in the data; "
-                f"checkpoints saved before step {step} are kept")
+        return (
+            f"training diverged at step {step}: {what}; {before}. Likely causes: a learning rate too high "
+            f"(now {rates}: lower policy.optimizer.lr / policy.lr_backbone) or NaN/inf values in the data; "
+            f"checkpoints saved before step {step} are kept"
+        )
 
 
 class FiniteModelCheckpoint(ModelCheckpoint):
@@ -252,8 +258,12 @@ class FiniteModelCheckpoint(ModelCheckpoint):
     def check_monitor_top_k(self, trainer: L.Trainer, current: torch.Tensor | None = None) -> bool:
         if current is not None and not bool(torch.isfinite(torch.as_tensor(current)).all()):
             if trainer.is_global_zero:
-                print(f"warning: {self.monitor} is {float(current)} at step {trainer.global_step}: not ranked, "
-                      "no best checkpoint from it", file=sys.stderr, flush=True)
+                print(
+                    f"warning: {self.monitor} is {float(current)} at step {trainer.global_step}: not ranked, "
+                    "no best checkpoint from it",
+                    file=sys.stderr,
+                    flush=True,
+                )
             return False
         return super().check_monitor_top_k(trainer, current)
 
@@ -279,13 +289,20 @@ class InterruptCheckpoint(OnExceptionCheckpoint):
             # exactly, it would diverge again at the same step; the checkpoints before it are kept)
         if not finite_weights(pl_module):
             if trainer.is_global_zero:
-                print(f"\n{type(exception).__name__} at step {trainer.global_step}: the weights are not finite, "
-                      f"so no {self.ckpt_path} was saved", file=sys.stderr, flush=True)
+                print(
+                    f"\n{type(exception).__name__} at step {trainer.global_step}: the weights are not finite, "
+                    f"so no {self.ckpt_path} was saved",
+                    file=sys.stderr,
+                    flush=True,
+                )
             return
         super().on_exception(trainer, pl_module, exception)
         if trainer.is_global_zero:
-            print(f"\n{type(exception).__name__} at step {trainer.global_step}: saved {self.ckpt_path}; "
-                  f"resume exactly with ckpt_path={self.ckpt_path}", flush=True)
+            print(
+                f"\n{type(exception).__name__} at step {trainer.global_step}: saved {self.ckpt_path}; "
+                f"resume exactly with ckpt_path={self.ckpt_path}",
+                flush=True,
+            )
 
 
 class FinalCheckpoint(L.Callback):

@@ -9,13 +9,13 @@ from typing import Mapping, Sequence
 
 import lightning as L
 
+from act.common.errors import InputError, RunError
+from act.common.metrics import summarize
+from act.envs.constants import MAX_REWARD
 from act.eval.backends import make_eval_env
 from act.eval.rollout import run_episode
 from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
-from act.common.errors import InputError, RunError
-from act.common.metrics import summarize
-from act.envs.constants import MAX_REWARD
 
 log = logging.getLogger(__name__)
 METRICS = ("eval/success_rate", "eval/mean_return", *[f"eval/stage_rate_{k}" for k in range(1, 5)])
@@ -48,10 +48,18 @@ class EvalCallback(L.Callback):
         dirpath: folder for it (default: ``<default_root_dir>/checkpoints``).
     """
 
-    def __init__(self, every_n_steps: int = 5000, num_episodes: int = 5, seed: int = 200000,
-                 execution: Mapping | None = None, video: bool = True,
-                 video_size: Sequence[int] = (240, 320), render_quality: str | None = None,
-                 save_best: bool = True, dirpath: str | None = None):
+    def __init__(
+        self,
+        every_n_steps: int = 5000,
+        num_episodes: int = 5,
+        seed: int = 200000,
+        execution: Mapping | None = None,
+        video: bool = True,
+        video_size: Sequence[int] = (240, 320),
+        render_quality: str | None = None,
+        save_best: bool = True,
+        dirpath: str | None = None,
+    ):
         if every_n_steps <= 0 or num_episodes <= 0:
             raise InputError("every_n_steps and num_episodes must be positive")
         self.every_n_steps, self.num_episodes, self.seed = every_n_steps, num_episodes, seed
@@ -108,10 +116,12 @@ class EvalCallback(L.Callback):
         # would wait here until that timeout, then fail with no word of why.
         outcome = trainer.strategy.broadcast(outcome, src=0)
         if "error" in outcome:
-            raise EvaluationError(f"closed-loop evaluation at step {step} failed on rank 0 ({outcome['error']}), so "
-                                  "training stopped on every rank; fix its cause (on a machine without a display: "
-                                  "MUJOCO_GL=egl or osmesa) or train without callbacks=eval and evaluate the "
-                                  "checkpoints with scripts/eval.py, then resume from the last checkpoint") from cause
+            raise EvaluationError(
+                f"closed-loop evaluation at step {step} failed on rank 0 ({outcome['error']}), so "
+                "training stopped on every rank; fix its cause (on a machine without a display: "
+                "MUJOCO_GL=egl or osmesa) or train without callbacks=eval and evaluate the "
+                "checkpoints with scripts/eval.py, then resume from the last checkpoint"
+            ) from cause
         for name, value in zip(METRICS, outcome["values"]):
             pl_module.log(name, value, batch_size=1)
         success = outcome["values"][0]

@@ -36,8 +36,16 @@ class FitToBudget(L.Callback):
         min_change: re-plan only when the steps differ by more than this fraction.
     """
 
-    def __init__(self, deadline: float, from_step: int = 100, at_step: int = 400, floor: int = 1,
-                 ceiling: int | None = None, plan_path: str | None = None, min_change: float = 0.01):
+    def __init__(
+        self,
+        deadline: float,
+        from_step: int = 100,
+        at_step: int = 400,
+        floor: int = 1,
+        ceiling: int | None = None,
+        plan_path: str | None = None,
+        min_change: float = 0.01,
+    ):
         if not 0 <= from_step < at_step:
             raise InputError(f"FitToBudget needs 0 <= from_step < at_step, got {from_step} and {at_step}")
         self.deadline, self.from_step, self.at_step = float(deadline), int(from_step), int(at_step)
@@ -46,8 +54,9 @@ class FitToBudget(L.Callback):
 
     clock = staticmethod(time.time)  # seconds; replaceable in tests
 
-    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch,
-                           batch_idx: int) -> None:
+    def on_train_batch_end(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch, batch_idx: int
+    ) -> None:
         step = trainer.global_step
         if step == self.from_step:
             self._from_time = self.clock()
@@ -73,15 +82,21 @@ class FitToBudget(L.Callback):
         if bar is not None:  # the bar counts this epoch's batches: its total follows the new plan
             bar.total = steps - trainer.global_step + bar.n
         if trainer.is_global_zero:
-            print(f"      re-planned at step {trainer.global_step}: steps take {1000 * step_s:.0f} ms here, "
-                  f"so {steps} steps (not {before}) end training by the budget", flush=True)
+            print(
+                f"      re-planned at step {trainer.global_step}: steps take {1000 * step_s:.0f} ms here, "
+                f"so {steps} steps (not {before}) end training by the budget",
+                flush=True,
+            )
             if self.plan_path:
                 self._update_plan(steps, step_s, before)
 
     def _update_plan(self, steps: int, step_s: float, before: int) -> None:
         path = Path(self.plan_path)
         plan = json.loads(path.read_text()) if path.is_file() else {}
-        plan.update(max_steps=steps, trained_step_s=step_s,
-                    why=f"{plan.get('why', 'planned')}; re-planned from {before} at step {self.at_step} with the "
-                        f"steps' measured {1000 * step_s:.0f} ms")
+        plan.update(
+            max_steps=steps,
+            trained_step_s=step_s,
+            why=f"{plan.get('why', 'planned')}; re-planned from {before} at step {self.at_step} with the "
+            f"steps' measured {1000 * step_s:.0f} ms",
+        )
         write_json(path, plan)

@@ -13,9 +13,9 @@ from typing import Sequence
 
 import lightning as L
 
-from act.training.budget import TRAINER_OVERHEAD
 from act.common.errors import InputError
 from act.common.io import write_json
+from act.training.budget import TRAINER_OVERHEAD
 
 
 def mark_name(minute: float) -> str:
@@ -72,8 +72,9 @@ class WallClockCheckpoints(L.Callback):
         if self._start is None:
             self._start = self.clock()
 
-    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch,
-                           batch_idx: int) -> None:
+    def on_train_batch_end(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch, batch_idx: int
+    ) -> None:
         done = {entry["minute"] for entry in self.saved}
         elapsed = self._last = self.elapsed(trainer.global_step)
         if self.step_s is None and not done.issuperset(self.marks):

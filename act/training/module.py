@@ -15,6 +15,8 @@ import lightning as L
 import numpy as np
 import torch
 
+from act.common.checks import check_choice
+from act.common.errors import InputError
 from act.model import ACTConfig
 from act.model.checkpoint import read_checkpoint
 from act.model.loss import act_loss
@@ -22,14 +24,13 @@ from act.model.normalized import NormalizedACT
 from act.model.spec import PolicySpec
 from act.training.augment import augment
 from act.training.ema import EMA
-from act.common.checks import check_choice
-from act.common.errors import InputError
 
 LR_SCHEDULES = ("constant", "cosine")
 
 
 def lr_factor_fn(schedule: str, warmup_steps: int, total_steps: int, min_ratio: float) -> Callable[[int], float]:
     """The multiplier of the peak learning rate at each optimiser step (for ``LambdaLR``)."""
+
     def factor(step: int) -> float:
         if step < warmup_steps:
             return (step + 1) / warmup_steps
@@ -37,6 +38,7 @@ def lr_factor_fn(schedule: str, warmup_steps: int, total_steps: int, min_ratio: 
             return 1.0
         progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
         return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
     return factor
 
 
@@ -112,12 +114,25 @@ class ACTLitModule(L.LightningModule):
     z-scores them with ``stats`` itself.
     """
 
-    def __init__(self, model: dict, kl_weight: float = 10.0, optimizer: Callable | None = None,
-                 lr_backbone: float = 1e-5, lr_schedule: str = "constant", lr_warmup_steps: int = 0,
-                 lr_min_ratio: float = 0.0, clip_grad_norm: float | None = None, channels_last: bool | str = "auto",
-                 image_crop: Sequence[int] | None = None, val_posterior: bool = False,
-                 ema_decay: float | None = None, augment_shift: int = 0, augment_color: float = 0.0,
-                 deployment: dict | None = None, train_config: dict | None = None):
+    def __init__(
+        self,
+        model: dict,
+        kl_weight: float = 10.0,
+        optimizer: Callable | None = None,
+        lr_backbone: float = 1e-5,
+        lr_schedule: str = "constant",
+        lr_warmup_steps: int = 0,
+        lr_min_ratio: float = 0.0,
+        clip_grad_norm: float | None = None,
+        channels_last: bool | str = "auto",
+        image_crop: Sequence[int] | None = None,
+        val_posterior: bool = False,
+        ema_decay: float | None = None,
+        augment_shift: int = 0,
+        augment_color: float = 0.0,
+        deployment: dict | None = None,
+        train_config: dict | None = None,
+    ):
         super().__init__()
         self.save_hyperparameters(ignore=["optimizer"])
         if channels_last not in (True, False, "auto"):
@@ -157,8 +172,9 @@ class ACTLitModule(L.LightningModule):
         self._pending_rng_state = None
 
     @classmethod
-    def load_from_checkpoint(cls, checkpoint_path: str | Path, map_location: str | torch.device | None = None,
-                             **overrides) -> "ACTLitModule":
+    def load_from_checkpoint(
+        cls, checkpoint_path: str | Path, map_location: str | torch.device | None = None, **overrides
+    ) -> "ACTLitModule":
         """The module of a checkpoint (see ``act.model.checkpoint``), read without running code from the file."""
         checkpoint = read_checkpoint(checkpoint_path)
         module = cls(**{**checkpoint["hyper_parameters"], **overrides})
@@ -241,8 +257,10 @@ class ACTLitModule(L.LightningModule):
     def check_schedule(self, max_steps: int | None) -> None:
         """Raise ``ValueError`` if the learning-rate schedule cannot work within ``max_steps``."""
         if self.lr_schedule == "cosine" and (max_steps is None or max_steps <= self.lr_warmup_steps):
-            raise InputError(f"policy.lr_schedule=cosine needs trainer.max_steps ({max_steps}) > "
-                             f"policy.lr_warmup_steps ({self.lr_warmup_steps})")
+            raise InputError(
+                f"policy.lr_schedule=cosine needs trainer.max_steps ({max_steps}) > "
+                f"policy.lr_warmup_steps ({self.lr_warmup_steps})"
+            )
 
     def build_optimizer(self) -> torch.optim.Optimizer:
         """The optimiser over two groups: the backbone at ``lr_backbone``, the rest at its own lr."""
@@ -276,11 +294,13 @@ class ACTLitModule(L.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         name, keys, pos, has_gauss, cached = np.random.get_state()
         checkpoint["rng_state"] = {  # plain types only: checkpoints load with weights_only=True
-            "torch": torch.get_rng_state(), "numpy": [name, keys.tolist(), int(pos), int(has_gauss), float(cached)],
+            "torch": torch.get_rng_state(),
+            "numpy": [name, keys.tolist(), int(pos), int(has_gauss), float(cached)],
             "python": random.getstate(),
             # This rank's own device only: another device's generator is never drawn from here, and a
             # list of every visible device's states cannot be restored where fewer GPUs are visible.
-            "cuda": None if self.device.type != "cuda" else torch.cuda.get_rng_state(self.device)}
+            "cuda": None if self.device.type != "cuda" else torch.cuda.get_rng_state(self.device),
+        }
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self._pending_rng_state = checkpoint.get("rng_state")

@@ -33,5 +33,7 @@ def resume_checkpoint(folders: Iterable[str | Path]) -> tuple[Path | None, int]:
             try:
                 steps.append((path, checkpoint_step(path)))
             except CheckpointError as err:
-                raise CheckpointError(f"cannot resume: {err}; or move it out of {path.parent} to start afresh") from None
+                raise CheckpointError(
+                    f"cannot resume: {err}; or move it out of {path.parent} to start afresh"
+                ) from None
     return max(steps, key=lambda item: item[1], default=(None, 0))

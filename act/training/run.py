@@ -13,16 +13,16 @@ import lightning as L
 from lightning.pytorch.callbacks import OnExceptionCheckpoint
 from lightning.pytorch.utilities import rank_zero_only
 
-from act.training.callbacks import ResumableCSVLogger
+from act.common.errors import InputError
+from act.common.io import unwritable_reason
 from act.data.datamodule import ACTDataModule
 from act.data.schema import EpisodeInfo
+from act.envs.constants import TASKS
 from act.model.checkpoint import CheckpointError, read_checkpoint
 from act.model.spec import PolicySpec
 from act.runtime.device import trainer_device
 from act.runtime.precision import resolve_precision
-from act.common.errors import InputError
-from act.common.io import unwritable_reason
-from act.envs.constants import TASKS
+from act.training.callbacks import ResumableCSVLogger
 
 
 @rank_zero_only
@@ -54,8 +54,10 @@ def check_task(task: str, episodes: list[EpisodeInfo], folder: Path) -> None:
         raise ConfigError(f"the episodes in {folder} mix tasks {shown}: train on a folder of one task's episodes")
     if found and task not in found:
         other = next(iter(found))
-        raise ConfigError(f"the episodes in {folder} are of task {shown}, not task.name={task!r}: train "
-                          f"with task={other} (its cameras, image size and evaluation), or on {task} episodes")
+        raise ConfigError(
+            f"the episodes in {folder} are of task {shown}, not task.name={task!r}: train "
+            f"with task={other} (its cameras, image size and evaluation), or on {task} episodes"
+        )
 
 
 def available_memory() -> int | None:
@@ -79,10 +81,12 @@ def check_image_cache(dm: ACTDataModule, trainer: L.Trainer) -> None:
     nbytes = int(index.lengths.sum()) * math.prod(index.image_shape) * len(index.cameras)
     free = available_memory()
     if free is not None and (processes - 1) * nbytes > free:
-        raise ConfigError(f"data.cache_images=true keeps every frame in each of the {processes} training processes "
-                          f"on this machine, {nbytes / 1e9:.1f} GB each, but only {free / 1e9:.1f} GB more memory is "
-                          "available; set data.cache_images=false (the processes then read the episode files, which "
-                          "the operating system caches once for all)")
+        raise ConfigError(
+            f"data.cache_images=true keeps every frame in each of the {processes} training processes "
+            f"on this machine, {nbytes / 1e9:.1f} GB each, but only {free / 1e9:.1f} GB more memory is "
+            "available; set data.cache_images=false (the processes then read the episode files, which "
+            "the operating system caches once for all)"
+        )
 
 
 def check_writable(folder: str | Path, setting: str) -> None:
@@ -123,12 +127,16 @@ INIT_ONLY = ("backbone_weights",)  # used only to initialise a new network
 
 def check_resume(path: Path, checkpoint: dict, module: L.LightningModule, restart: str = "drop ckpt_path") -> None:
     """Raise ``ConfigError`` naming every setting in which ``module`` differs from the checkpoint's network."""
+
     def plain(value):
         return [plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
     saved, now = checkpoint["hyper_parameters"], module.hparams
-    pairs = [(f"policy.model.{key}", saved["model"][key], value)
-             for key, value in dict(now["model"]).items() if key in saved.get("model", {}) and key not in INIT_ONLY]
+    pairs = [
+        (f"policy.model.{key}", saved["model"][key], value)
+        for key, value in dict(now["model"]).items()
+        if key in saved.get("model", {}) and key not in INIT_ONLY
+    ]
     pairs += PolicySpec.from_dict(saved["deployment"]).resume_pairs(PolicySpec.from_dict(now["deployment"]))
     if "image_crop" in saved:
         pairs.append(("policy.image_crop", saved["image_crop"], now.get("image_crop")))
@@ -136,8 +144,10 @@ def check_resume(path: Path, checkpoint: dict, module: L.LightningModule, restar
     if differ:
         shown = "; ".join(f"{name}={plain(old)} in the checkpoint, {plain(new)} here" for name, old, new in differ)
         fix = " ".join(f"{name}={plain(old)}".replace(" ", "") for name, old, _ in differ)
-        raise ConfigError(f"cannot resume from {path}: {shown}; resume with the checkpoint's settings ({fix}) "
-                          f"or {restart} to start a new run")
+        raise ConfigError(
+            f"cannot resume from {path}: {shown}; resume with the checkpoint's settings ({fix}) "
+            f"or {restart} to start a new run"
+        )
 
 
 def resume_step(path: Path, module: L.LightningModule, restart: str) -> int:
@@ -151,8 +161,9 @@ def resume_step(path: Path, module: L.LightningModule, restart: str) -> int:
     return int(checkpoint.get("global_step", 0))
 
 
-def fit_from(trainer: L.Trainer, module: L.LightningModule, dm: ACTDataModule, ckpt_path: Path | None,
-             step: int = 0) -> dict:
+def fit_from(
+    trainer: L.Trainer, module: L.LightningModule, dm: ACTDataModule, ckpt_path: Path | None, step: int = 0
+) -> dict:
     """Fit ``module`` on ``dm``, resuming from ``ckpt_path`` (saved at global step ``step``; None: from the
     start), and return the final metrics (``final_metrics``)."""
     for logger in trainer.loggers:
@@ -172,8 +183,12 @@ def final_metrics(trainer: L.Trainer) -> dict:
     metric, the best checkpoint's score (``best_key``) and file (``best_ckpt``)."""
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
     for cb in trainer.checkpoint_callbacks:
-        if getattr(cb, "monitor", None) and cb.best_model_score is not None \
-                and math.isfinite(float(cb.best_model_score)) and Path(cb.best_model_path).is_file():
+        if (
+            getattr(cb, "monitor", None)
+            and cb.best_model_score is not None
+            and math.isfinite(float(cb.best_model_score))
+            and Path(cb.best_model_path).is_file()
+        ):
             metrics[best_key(cb.monitor)] = float(cb.best_model_score)  # only a finite score, of a file that exists
             metrics["best_ckpt"] = cb.best_model_path
     return metrics

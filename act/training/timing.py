@@ -18,16 +18,26 @@ import torch
 from act.runtime.precision import autocast
 
 
-def random_batch(batch: int, num_cameras: int, image_size, chunk: int, state_dim: int = 14, action_dim: int = 14,
-                 seed: int = 0, device: str | torch.device = "cpu") -> dict:
+def random_batch(
+    batch: int,
+    num_cameras: int,
+    image_size,
+    chunk: int,
+    state_dim: int = 14,
+    action_dim: int = 14,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+) -> dict:
     """A training batch of random values on ``device``: qpos (B, D), images (B, C, 3, H, W) uint8,
     action (B, k, A), is_pad (drawn on the CPU, so the values do not depend on the device)."""
     gen = torch.Generator().manual_seed(seed)
     h, w = image_size
-    batch = {"qpos": torch.randn(batch, state_dim, generator=gen),
-             "images": torch.randint(0, 256, (batch, num_cameras, 3, h, w), dtype=torch.uint8, generator=gen),
-             "action": torch.randn(batch, chunk, action_dim, generator=gen),
-             "is_pad": torch.zeros(batch, chunk, dtype=torch.bool)}
+    batch = {
+        "qpos": torch.randn(batch, state_dim, generator=gen),
+        "images": torch.randint(0, 256, (batch, num_cameras, 3, h, w), dtype=torch.uint8, generator=gen),
+        "action": torch.randn(batch, chunk, action_dim, generator=gen),
+        "is_pad": torch.zeros(batch, chunk, dtype=torch.bool),
+    }
     return {key: value.to(device) for key, value in batch.items()}
 
 
@@ -60,8 +70,9 @@ class StepPhases:
         return {phase: 1000 * float(np.median(s)) for phase, s in self.seconds.items()}
 
 
-def training_step_fn(module, batch: dict, precision: str, clip: float | None = 10.0,
-                     phases: StepPhases | None = None) -> Callable[[], float]:
+def training_step_fn(
+    module, batch: dict, precision: str, clip: float | None = 10.0, phases: StepPhases | None = None
+) -> Callable[[], float]:
     """One optimiser step of ``module`` on ``batch`` (both on one device) as the trainer runs it; returns
     the loss. With ``phases``, each step also records its forward, backward, clip, optimizer and ema times."""
     module.train()
@@ -118,8 +129,16 @@ def query_fn(module, batch: int, precision: str, seed: int = 0) -> Callable[[], 
     the actions come back on the CPU, as a deployed policy's do."""
     module.eval()
     device = next(module.parameters()).device
-    data = random_batch(batch, len(module.net.camera_names), module.net.image_size, module.config.chunk_size,
-                        module.config.state_dim, module.config.action_dim, seed, device)
+    data = random_batch(
+        batch,
+        len(module.net.camera_names),
+        module.net.image_size,
+        module.config.chunk_size,
+        module.config.state_dim,
+        module.config.action_dim,
+        seed,
+        device,
+    )
 
     @torch.no_grad()
     def query() -> torch.Tensor:

@@ -14,7 +14,9 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers import PAPER_HW, checkpoint_is_finite, paper_cfg, run_eval
 
+from act.apps.train import train
 from act.eval.harness import measure_latency_ms
 from act.model.checkpoint import load_network
 from act.runtime.export import export
@@ -22,8 +24,6 @@ from act.runtime.policy import ACTPolicy
 from act.runtime.precision import resolve_precision
 from act.runtime.predictors import EagerPredictor, OnnxPredictor, TorchScriptPredictor, onnx_has_cuda
 from act.training.resume import checkpoint_step
-from act.apps.train import train
-from helpers import PAPER_HW, checkpoint_is_finite, paper_cfg, run_eval
 
 pytestmark = pytest.mark.cuda
 
@@ -70,8 +70,14 @@ def test_paper_preset_trains_on_the_gpu_in_each_precision(paper_size_demos, tmp_
     if precision == "bf16-mixed" and torch.cuda.get_device_capability() < (8, 0):
         pytest.skip("bf16 is emulated below compute capability 8.0 (auto never chooses it there)")
     out = tmp_path / "run"
-    cfg = paper_cfg(paper_size_demos, out, "trainer=gpu", f"trainer.precision={precision}", "trainer.max_steps=3",
-                    "trainer.val_check_interval=3")
+    cfg = paper_cfg(
+        paper_size_demos,
+        out,
+        "trainer=gpu",
+        f"trainer.precision={precision}",
+        "trainer.max_steps=3",
+        "trainer.val_check_interval=3",
+    )
     metrics = train(cfg)
     ckpt = out / "checkpoints" / "last.ckpt"
     # 16-mixed: Lightning's GradScaler may skip a step with infinite gradients; the loss stays finite.
@@ -81,8 +87,9 @@ def test_paper_preset_trains_on_the_gpu_in_each_precision(paper_size_demos, tmp_
 
 def test_evaluation_of_a_gpu_run_runs_on_the_gpu(gpu_run, tmp_path):
     _, ckpt = gpu_run
-    metrics, line = run_eval(f"ckpt_path={ckpt}", "num_episodes=2", "batch_envs=2", "episode_len=30",
-                             "num_videos=0", f"out_dir={tmp_path}")
+    metrics, line = run_eval(
+        f"ckpt_path={ckpt}", "num_episodes=2", "batch_envs=2", "episode_len=30", "num_videos=0", f"out_dir={tmp_path}"
+    )
     assert metrics["device"] == f"cuda:{torch.cuda.current_device()}"  # eval.yaml's device: auto
     assert metrics["precision"] == auto_precision()
     # Temporal ensembling queries every tick: 30 batched queries, counted for both episodes.

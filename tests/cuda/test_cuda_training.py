@@ -14,9 +14,9 @@ import sys
 
 import pytest
 import torch
+from helpers import ROOT, assert_same_weights, make_cfg, tiny_overrides
 
 from act.apps.train import train
-from helpers import ROOT, assert_same_weights, make_cfg, tiny_overrides
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
@@ -28,25 +28,40 @@ def test_a_resumed_gpu_run_ends_with_the_weights_of_an_uninterrupted_one(demos, 
         train(make_cfg(demos, tmp_path / name, "trainer=gpu", *EXACT, f"trainer.max_steps={steps}"))
     first = tmp_path / "first" / "checkpoints" / "last.ckpt"
     train(make_cfg(demos, tmp_path / "resumed", "trainer=gpu", *EXACT, "trainer.max_steps=6", f"ckpt_path={first}"))
-    straight, resumed = assert_same_weights(tmp_path / "straight" / "checkpoints" / "last.ckpt",
-                                            tmp_path / "resumed" / "checkpoints" / "last.ckpt")
+    straight, resumed = assert_same_weights(
+        tmp_path / "straight" / "checkpoints" / "last.ckpt", tmp_path / "resumed" / "checkpoints" / "last.ckpt"
+    )
     assert straight["global_step"] == resumed["global_step"] == 6
     assert isinstance(resumed["rng_state"]["cuda"], torch.Tensor)  # this GPU's generator, not every GPU's
     early = torch.load(first, weights_only=True)  # step 3 differs from step 6: the comparison can fail
-    assert not torch.allclose(early["state_dict"]["net.model.action_head.weight"],
-                              straight["state_dict"]["net.model.action_head.weight"])
+    assert not torch.allclose(
+        early["state_dict"]["net.model.action_head.weight"], straight["state_dict"]["net.model.action_head.weight"]
+    )
 
 
 def train_on_two_gpus(demos, out_dir, steps: int) -> None:
     """``scripts/train.py trainer=ddp trainer.devices=2`` (Lightning starts rank 1 by running it again);
     each rank saves its final weights to ``<out_dir>/rank<r>.pt`` (``ddp_check.SaveRankWeights``)."""
-    overrides = [*tiny_overrides(demos, out_dir), "trainer=ddp", "trainer.accelerator=gpu", "trainer.devices=2",
-                 *EXACT, f"trainer.max_steps={steps}", "+callbacks.rank_weights._target_=ddp_check.SaveRankWeights",
-                 f"+callbacks.rank_weights.folder={out_dir}"]
+    overrides = [
+        *tiny_overrides(demos, out_dir),
+        "trainer=ddp",
+        "trainer.accelerator=gpu",
+        "trainer.devices=2",
+        *EXACT,
+        f"trainer.max_steps={steps}",
+        "+callbacks.rank_weights._target_=ddp_check.SaveRankWeights",
+        f"+callbacks.rank_weights.folder={out_dir}",
+    ]
     path = [str(ROOT / "tests"), str(ROOT), os.environ.get("PYTHONPATH", "")]  # ddp_check and act, in both ranks
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "train.py"), *overrides], cwd=out_dir.parent,
-                          env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "train.py"), *overrides],
+        cwd=out_dir.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
 
 

@@ -19,23 +19,32 @@ import h5py
 import imageio.v2 as imageio
 import pytest
 import torch
-
-from act.data.inspect import export_episode, format_summary, summary, validate
 from helpers import tiny_overrides
 
+from act.data.inspect import export_episode, format_summary, summary, validate
 
 # -- train.py ----------------------------------------------------------------------------------------
+
 
 def test_train_script_multirun_sweep(run_script, demos, tmp_path):
     sweep = tmp_path / "sweep"
     overrides = [o for o in tiny_overrides(demos, "x") if not o.startswith("out_dir=")]
-    proc = run_script("train", "-m", "policy.kl_weight=1,100", "trainer.max_steps=2", f"hydra.sweep.dir={sweep}",
-                      *overrides, check=False)
+    proc = run_script(
+        "train",
+        "-m",
+        "policy.kl_weight=1,100",
+        "trainer.max_steps=2",
+        f"hydra.sweep.dir={sweep}",
+        *overrides,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     for job in ("0", "1"):
         assert (sweep / job / "checkpoints" / "last.ckpt").is_file()
-    weights = [torch.load(sweep / j / "checkpoints" / "last.ckpt", weights_only=False)["hyper_parameters"]["kl_weight"]
-               for j in ("0", "1")]
+    weights = [
+        torch.load(sweep / j / "checkpoints" / "last.ckpt", weights_only=False)["hyper_parameters"]["kl_weight"]
+        for j in ("0", "1")
+    ]
     assert weights == [1, 100]
 
 
@@ -48,9 +57,18 @@ def test_optuna_sweep_minimises_val_l1(run_script, demos, tmp_path):
     pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
     sweep = tmp_path / "optuna"
     overrides = [o for o in tiny_overrides(demos, "x") if not o.startswith(("out_dir=", "policy.model.chunk_size="))]
-    proc = run_script("train", "-m", "hparams_search=optuna", "hydra.sweeper.n_trials=2",
-                      "hydra.sweeper.sampler.n_startup_trials=2", f"hydra.sweep.dir={sweep}", *overrides,
-                      "trainer.max_steps=4", "trainer.val_check_interval=2", check=False)
+    proc = run_script(
+        "train",
+        "-m",
+        "hparams_search=optuna",
+        "hydra.sweeper.n_trials=2",
+        "hydra.sweeper.sampler.n_startup_trials=2",
+        f"hydra.sweep.dir={sweep}",
+        *overrides,
+        "trainer.max_steps=4",
+        "trainer.val_check_interval=2",
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = (sweep / "optimization_results.yaml").read_text()
     assert "best_value" in results and "policy.kl_weight" in results
@@ -58,15 +76,33 @@ def test_optuna_sweep_minimises_val_l1(run_script, demos, tmp_path):
 
 # -- eval.py, export.py, run_realtime.py and their benchmarks ----------------------------------------
 
+
 def test_eval_script_end_to_end(run_script, tiny_checkpoint, tmp_path):
     # In a fresh interpreter, unlike the other scripts here (tests/conftest.py): one whole run imports the
     # libraries in the script's own order (triton before the first render), renders, and exits as itself.
     out = tmp_path / "eval"
-    proc = run_script("eval", f"ckpt_path={tiny_checkpoint}", "num_episodes=2", "num_videos=1", "episode_len=50",
-                      "seed=100000", "logger.wandb=false", "video_size=[48,64]", f"out_dir={out}", fresh=True)
+    proc = run_script(
+        "eval",
+        f"ckpt_path={tiny_checkpoint}",
+        "num_episodes=2",
+        "num_videos=1",
+        "episode_len=50",
+        "seed=100000",
+        "logger.wandb=false",
+        "video_size=[48,64]",
+        f"out_dir={out}",
+        fresh=True,
+    )
     metrics = json.loads((out / "metrics.json").read_text())
-    for key in ("success_rate", "success_rate_ci95", "stage_rates", "mean_return", "mean_max_reward",
-                "latency_ms_per_query", "share_of_steps_over_tick"):
+    for key in (
+        "success_rate",
+        "success_rate_ci95",
+        "stage_rates",
+        "mean_return",
+        "mean_max_reward",
+        "latency_ms_per_query",
+        "share_of_steps_over_tick",
+    ):
         assert key in metrics
     assert metrics["task"] == "transfer_cube" and metrics["num_episodes"] == 2
     assert [e["seed"] for e in metrics["episodes"]] == [100000, 100001]
@@ -91,9 +127,11 @@ def test_export_script_and_its_errors(run_script, tiny_checkpoint, tmp_path):
     diff = float(proc.stdout.split("eager fp32 on a random observation: ")[1].split()[0])
     assert diff <= 1e-4
     assert not (tmp_path / "export.log").exists()  # nothing but the artifact is written
-    for overrides, message in [(["format=tflite"], "format='tflite' is unknown"),
-                               (["ckpt_path=missing.ckpt"], "checkpoint missing.ckpt does not exist"),
-                               ([f"out={tmp_path / 'x.pt'}"], "must end in .onnx")]:
+    for overrides, message in [
+        (["format=tflite"], "format='tflite' is unknown"),
+        (["ckpt_path=missing.ckpt"], "checkpoint missing.ckpt does not exist"),
+        ([f"out={tmp_path / 'x.pt'}"], "must end in .onnx"),
+    ]:
         args = [f"ckpt_path={tiny_checkpoint}", "format=onnx", *overrides]
         proc = run_script("export", *args, check=False)
         assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("error: ")
@@ -101,8 +139,9 @@ def test_export_script_and_its_errors(run_script, tiny_checkpoint, tmp_path):
 
 
 def test_bench_export_times_every_runtime(run_script, tiny_checkpoint, tmp_path):
-    proc = run_script("bench_export", f"ckpt_path={tiny_checkpoint}", "queries=3", "warmup=1",
-                      f"out_dir={tmp_path / 'bench'}")
+    proc = run_script(
+        "bench_export", f"ckpt_path={tiny_checkpoint}", "queries=3", "warmup=1", f"out_dir={tmp_path / 'bench'}"
+    )
     metrics = json.loads((tmp_path / "bench" / "metrics.json").read_text())
     assert {"eager_fp32", "torchscript", "onnxruntime"} <= set(metrics["results"])
     for name, result in metrics["results"].items():
@@ -114,26 +153,35 @@ def test_bench_export_times_every_runtime(run_script, tiny_checkpoint, tmp_path)
 
 def test_run_realtime_script(run_script, tiny_checkpoint, tmp_path):
     out = tmp_path / "rt"
-    proc = run_script("run_realtime", f"ckpt_path={tiny_checkpoint}", "num_episodes=1", "episode_len=12",
-                      f"out_dir={out}")
+    proc = run_script(
+        "run_realtime", f"ckpt_path={tiny_checkpoint}", "num_episodes=1", "episode_len=12", f"out_dir={out}"
+    )
     metrics = json.loads((out / "metrics.json").read_text())
     for key in ("missed_ticks", "tick_jitter_ms", "queries_per_s", "success_rate", "held_share"):
         assert key in metrics
     assert metrics["ticks"] + metrics["missed_ticks"] == 12 and "missed ticks" in proc.stdout
     assert metrics["device"] == ("cuda:0" if torch.cuda.is_available() else "cpu")  # run_realtime.yaml's device: auto
-    for overrides, message in [(["robot=arm"], "robot='arm' is unknown"),
-                               (["robot=aloha"], "needs aloha.driver"),
-                               (["execution.asynchronous=perhaps"], "asynchronous must be true or false"),
-                               (["ckpt_path=none.onnx"], "none.onnx does not exist")]:
+    for overrides, message in [
+        (["robot=arm"], "robot='arm' is unknown"),
+        (["robot=aloha"], "needs aloha.driver"),
+        (["execution.asynchronous=perhaps"], "asynchronous must be true or false"),
+        (["ckpt_path=none.onnx"], "none.onnx does not exist"),
+    ]:
         args = [f"ckpt_path={tiny_checkpoint}", *overrides] if not overrides[0].startswith("ckpt_path") else overrides
         proc = run_script("run_realtime", *args, f"out_dir={out}", check=False)
-        assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("error: ") and message in proc.stderr
+        assert (
+            proc.returncode == 2
+            and proc.stderr.strip().splitlines()[-1].startswith("error: ")
+            and message in proc.stderr
+        )
 
 
 def test_scripts_refuse_non_finite_weights_in_one_line(run_script, nan_checkpoint, tmp_path):
-    for script, args in (("run_realtime", ["num_episodes=1", "episode_len=5", f"out_dir={tmp_path / 'rt'}"]),
-                         ("eval", ["num_episodes=1", f"out_dir={tmp_path / 'eval'}"]),
-                         ("export", ["format=torchscript"])):
+    for script, args in (
+        ("run_realtime", ["num_episodes=1", "episode_len=5", f"out_dir={tmp_path / 'rt'}"]),
+        ("eval", ["num_episodes=1", f"out_dir={tmp_path / 'eval'}"]),
+        ("export", ["format=torchscript"]),
+    ):
         proc = run_script(script, f"ckpt_path={nan_checkpoint}", *args, check=False)
         last = proc.stderr.strip().splitlines()[-1]
         assert proc.returncode == 2 and last.startswith("error: ") and "has non-finite weights" in last, script
@@ -142,10 +190,20 @@ def test_scripts_refuse_non_finite_weights_in_one_line(run_script, nan_checkpoin
 
 # -- record_demos.py, inspect_dataset.py, scripted_rollout.py, bench_env.py, demo.py -----------------
 
+
 def test_record_script_with_workers_then_inspect(run_script, tmp_path):
     out = tmp_path / "demos"
-    proc = run_script("record_demos", "task=insertion", "num_episodes=2", "cameras=[top,angle]",
-                      "image_size=[24,32]", "render_quality=fast", "workers=2", "compression=lzf", f"out_dir={out}")
+    proc = run_script(
+        "record_demos",
+        "task=insertion",
+        "num_episodes=2",
+        "cameras=[top,angle]",
+        "image_size=[24,32]",
+        "render_quality=fast",
+        "workers=2",
+        "compression=lzf",
+        f"out_dir={out}",
+    )
     assert "2 recorded = 2 episodes" in proc.stdout
     assert validate(out) == []
     rows, totals = summary(out)
@@ -161,10 +219,13 @@ def test_record_script_with_workers_then_inspect(run_script, tmp_path):
     assert proc.returncode == 1 and "episode_1.hdf5" in proc.stdout
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (["expert=human_like", "expert.speed=2"], "error: expert.speed must be a number in [0, 1)"),
-    (["expert=people"], "error: "),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["expert=human_like", "expert.speed=2"], "error: expert.speed must be a number in [0, 1)"),
+        (["expert=people"], "error: "),
+    ],
+)
 def test_record_script_refuses_an_impossible_expert_in_one_line(run_script, tmp_path, overrides, message):
     proc = run_script("record_demos", *overrides, f"out_dir={tmp_path / 'demos'}", check=False)
     assert proc.returncode == 2 and proc.stderr.startswith(message) and proc.stderr.count("\n") == 1, proc.stderr
@@ -174,8 +235,16 @@ def test_record_script_refuses_an_impossible_expert_in_one_line(run_script, tmp_
 
 def test_scripted_rollout_writes_metrics_and_video(run_script, tmp_path):
     out = tmp_path / "rollout"
-    proc = run_script("scripted_rollout", "task=transfer_cube", "num_episodes=2", "seed=10", "num_videos=1",
-                      "task.image_size=[48,64]", "task.cameras=[top,left_wrist]", f"out_dir={out}")
+    proc = run_script(
+        "scripted_rollout",
+        "task=transfer_cube",
+        "num_episodes=2",
+        "seed=10",
+        "num_videos=1",
+        "task.image_size=[48,64]",
+        "task.cameras=[top,left_wrist]",
+        f"out_dir={out}",
+    )
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["num_episodes"] == 2 and metrics["seeds"] == [10, 11]
     assert metrics["success_rate"] == 1.0 and set(metrics["stage_rates"]) == {"1", "2", "3", "4"}
@@ -217,26 +286,47 @@ def test_seeds_script_stops_at_a_failing_seed_and_says_how_to_resume(run_script,
 def test_ablate_script_refuses_a_mistyped_variant_before_any_run(run_script, tmp_path):
     # Its real work is hours of runs (tests/integration/test_ablate.py runs them at tiny scale); the cheapest
     # path a user meets: every run's overrides are composed first, and the second variant's key is mistyped.
-    proc = run_script("ablate", "ablation=chunk_size", f"dir={tmp_path / 'ablation'}",
-                      'ablation.variants.10=["policy.model.chunk_sise=10"]', check=False)
+    proc = run_script(
+        "ablate",
+        "ablation=chunk_size",
+        f"dir={tmp_path / 'ablation'}",
+        'ablation.variants.10=["policy.model.chunk_sise=10"]',
+        check=False,
+    )
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
-        "error: scripted/10: policy.model.chunk_sise is not a setting of demo; did you mean policy.model.chunk_size?")
+        "error: scripted/10: policy.model.chunk_sise is not a setting of demo; did you mean policy.model.chunk_size?"
+    )
     assert not (tmp_path / "ablation" / "scripted").exists()  # nothing ran
 
 
 def test_learning_curve_script_names_the_missing_dataset(run_script, tmp_path):
     # Its real work is minutes of training; the cheapest path a user meets: no demonstrations yet.
-    proc = run_script("learning_curve", "curve.name=tiny", f"curve.dir={tmp_path / 'curves'}", "curve.max_steps=2",
-                      f"data.dataset_dir={tmp_path / 'none'}", check=False)
+    proc = run_script(
+        "learning_curve",
+        "curve.name=tiny",
+        f"curve.dir={tmp_path / 'curves'}",
+        "curve.max_steps=2",
+        f"data.dataset_dir={tmp_path / 'none'}",
+        check=False,
+    )
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("error: ")
     assert "record_demos.py" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_latency_table_writes_a_cell_per_mode_and_latency(run_script, tiny_checkpoint, tmp_path):
     out = tmp_path / "table"
-    proc = run_script("latency_table", f"ckpt_path={tiny_checkpoint}", "latencies_ms=[0,40]", "~modes.sync_ensemble",
-                      "~modes.async_ensemble", "~modes.async_crossfade", "num_episodes=1", "workers=1", "batch_envs=1",
-                      f"out_dir={out}")
+    proc = run_script(
+        "latency_table",
+        f"ckpt_path={tiny_checkpoint}",
+        "latencies_ms=[0,40]",
+        "~modes.sync_ensemble",
+        "~modes.async_ensemble",
+        "~modes.async_crossfade",
+        "num_episodes=1",
+        "workers=1",
+        "batch_envs=1",
+        f"out_dir={out}",
+    )
     rows = json.loads((out / "table.json").read_text())
     assert [(r["mode"], r["latency_ms"]) for r in rows] == [("sync_chunk", 0.0), ("sync_chunk", 40.0)]
     assert rows[0]["held_share"] == 0.0 and rows[1]["held_share"] > 0  # 40 ms: 2 ticks held per query
@@ -244,16 +334,34 @@ def test_latency_table_writes_a_cell_per_mode_and_latency(run_script, tiny_check
 
 
 def test_bench_data_times_recording_files_and_loader(run_script, tmp_path):
-    run_script("bench_data", "episodes=1", "image_size=[32,32]", "render_quality=fast", "batch_size=2",
-               "chunk_size=10", "loader_workers=0", "batches=2", f"out_dir={tmp_path}")
+    run_script(
+        "bench_data",
+        "episodes=1",
+        "image_size=[32,32]",
+        "render_quality=fast",
+        "batch_size=2",
+        "chunk_size=10",
+        "loader_workers=0",
+        "batches=2",
+        f"out_dir={tmp_path}",
+    )
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert set(metrics["mb_per_episode"]) == set(metrics["samples_per_s"]) and len(metrics["samples_per_s"]) >= 3
     assert all(v > 0 for v in metrics["samples_per_s"].values())
 
 
 def test_bench_train_times_training_and_queries(run_script, tmp_path):
-    run_script("bench_train", "policy=small", "task.image_size=[32,32]", "data.batch_size=2", "train_steps=1",
-               "inference_queries=1", "precisions=[32-true]", "channels_last=[true,false]", f"out_dir={tmp_path}")
+    run_script(
+        "bench_train",
+        "policy=small",
+        "task.image_size=[32,32]",
+        "data.batch_size=2",
+        "train_steps=1",
+        "inference_queries=1",
+        "precisions=[32-true]",
+        "channels_last=[true,false]",
+        f"out_dir={tmp_path}",
+    )
     results = json.loads((tmp_path / "metrics.json").read_text())
     assert set(results["training"]) == {"32-true/channels_last", "32-true/contiguous"}
     step = results["training"]["32-true/contiguous"]
@@ -272,8 +380,9 @@ def test_gpu_check_refuses_without_cuda_in_one_line(run_script, tmp_path):
 
 def test_bench_lerobot_converts_both_ways_and_times_loaders(run_script, demos, tmp_path):
     out = tmp_path / "bench"
-    run_script("bench_lerobot", f"src={demos}", f"out={out}", "chunk_size=10", "batch_size=2", "loader_workers=0",
-               "batches=2")
+    run_script(
+        "bench_lerobot", f"src={demos}", f"out={out}", "chunk_size=10", "batch_size=2", "loader_workers=0", "batches=2"
+    )
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["episodes"] == 3 and metrics["image_mode_same_samples"] is True
     assert metrics["video_psnr_db"]["min"] > 20 and all(v > 0 for v in metrics["samples_per_s"].values())

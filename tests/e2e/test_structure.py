@@ -11,12 +11,12 @@ import subprocess
 import sys
 
 import pytest
+from helpers import CONFIGS, ROOT, tiny_overrides
 from hydra import compose, initialize_config_dir
 
 from act.apps.cli import run_main
-from act.common.errors import InputError, RunStopped
 from act.apps.hydra_errors import hydra_error_line
-from helpers import CONFIGS, ROOT, tiny_overrides
+from act.common.errors import InputError, RunStopped
 
 
 def test_scripts_are_thin_and_tests_never_import_them():
@@ -24,8 +24,13 @@ def test_scripts_are_thin_and_tests_never_import_them():
     assert not long, f"scripts over 60 lines: {long}"
     for path in (ROOT / "tests").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             assert not any(n == "scripts" or n.startswith("scripts.") for n in names), f"{path.name} imports {names}"
     assert sorted(p.name for p in (ROOT / "act").glob("*.py")) == ["__init__.py"]
 
@@ -71,22 +76,48 @@ def composition_error(config_name: str, *overrides: str) -> str | None:
     return hydra_error_line(caught.value, CONFIGS, config_name, list(overrides))
 
 
-@pytest.mark.parametrize("config_name, overrides, line", [
-    ("train", ["trainer.max_stepz=4"], "trainer.max_stepz is not a setting of train; did you mean trainer.max_steps?"),
-    ("train", ["policy=small", "policy.model.chunk_sise=5"],
-     "policy.model.chunk_sise is not a setting of train; did you mean policy.model.chunk_size?"),
-    ("train", ["experiment=smok"], "experiment=smok is not a config in configs/experiment/; did you mean "
-                                   "experiment=smoke? (valid: cpu_quickstart, cpu_quickstart_human_like, "
-                                   "cpu_quickstart_insertion, paper, smoke)"),
-    ("eval", ["expert=true"], "expert=true is not a config in configs/expert/ (valid: human_like, scripted)"),
-    ("eval", ["task=insertion2"], "task=insertion2 is not a config in configs/task/; did you mean task=insertion? "
-                                  "(valid: insertion, transfer_cube)"),
-    ("run_realtime", ["task=insertion"], "task is not a setting of run_realtime; run_realtime has: aloha, ckpt_path, "
-                                         "device, episode_len, execution, num_episodes, out_dir, record_dir, render_quality, "
-                                         "robot, safety, seed, threads"),
-    ("train", ["task.cameras=[top"], "cannot read the override 'task.cameras=[top': no viable alternative at input "
-                                     "'[top'; see https://hydra.cc/docs/advanced/override_grammar/basic/"),
-])
+@pytest.mark.parametrize(
+    "config_name, overrides, line",
+    [
+        (
+            "train",
+            ["trainer.max_stepz=4"],
+            "trainer.max_stepz is not a setting of train; did you mean trainer.max_steps?",
+        ),
+        (
+            "train",
+            ["policy=small", "policy.model.chunk_sise=5"],
+            "policy.model.chunk_sise is not a setting of train; did you mean policy.model.chunk_size?",
+        ),
+        (
+            "train",
+            ["experiment=smok"],
+            "experiment=smok is not a config in configs/experiment/; did you mean "
+            "experiment=smoke? (valid: cpu_quickstart, cpu_quickstart_human_like, "
+            "cpu_quickstart_insertion, paper, smoke)",
+        ),
+        ("eval", ["expert=true"], "expert=true is not a config in configs/expert/ (valid: human_like, scripted)"),
+        (
+            "eval",
+            ["task=insertion2"],
+            "task=insertion2 is not a config in configs/task/; did you mean task=insertion? "
+            "(valid: insertion, transfer_cube)",
+        ),
+        (
+            "run_realtime",
+            ["task=insertion"],
+            "task is not a setting of run_realtime; run_realtime has: aloha, ckpt_path, "
+            "device, episode_len, execution, num_episodes, out_dir, record_dir, render_quality, "
+            "robot, safety, seed, threads",
+        ),
+        (
+            "train",
+            ["task.cameras=[top"],
+            "cannot read the override 'task.cameras=[top': no viable alternative at input "
+            "'[top'; see https://hydra.cc/docs/advanced/override_grammar/basic/",
+        ),
+    ],
+)
 def test_hydra_override_errors_become_one_line_with_the_nearest_name(config_name, overrides, line):
     # Issue 33: Hydra's own multi-line text ending in "Set the environment variable HYDRA_FULL_ERROR=1", exit 1.
     assert composition_error(config_name, *overrides) == line
@@ -94,16 +125,24 @@ def test_hydra_override_errors_become_one_line_with_the_nearest_name(config_name
 
 def test_override_mistakes_exit_2_with_one_line_and_hydra_full_error_keeps_the_trace(run_script):
     proc = run_script("train", "trainer.max_stepz=4", check=False)
-    assert (proc.returncode, proc.stderr) == (2, "error: trainer.max_stepz is not a setting of train; did you mean "
-                                                 "trainer.max_steps?\n")
+    assert (proc.returncode, proc.stderr) == (
+        2,
+        "error: trainer.max_stepz is not a setting of train; did you mean trainer.max_steps?\n",
+    )
     # A + addition that nothing reads: run_realtime has no task (the policy's comes from its checkpoint).
     proc = run_script("run_realtime", "+task=insertion", "ckpt_path=none.onnx", check=False)
     assert proc.returncode == 2 and proc.stderr.splitlines()[-1] == (
         "error: +task=insertion adds task, which run_realtime does not read; its settings: aloha, ckpt_path, device, "
-        "episode_len, execution, num_episodes, out_dir, record_dir, render_quality, robot, safety, seed, threads")
+        "episode_len, execution, num_episodes, out_dir, record_dir, render_quality, robot, safety, seed, threads"
+    )
     # A fresh interpreter: Hydra's own report and the exit code of the real process, as a user gets them.
-    full = subprocess.run([sys.executable, str(ROOT / "scripts" / "train.py"), "trainer.max_stepz=4"],
-                          capture_output=True, text=True, timeout=300, env={**os.environ, "HYDRA_FULL_ERROR": "1"})
+    full = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "train.py"), "trainer.max_stepz=4"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HYDRA_FULL_ERROR": "1"},
+    )
     assert full.returncode == 1 and "Traceback" in full.stderr and "ConfigCompositionException" in full.stderr
 
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import CONFIGS, tiny_overrides
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
 import act.apps.ablate as ablate
-import act.pipeline.ablation_table as ablation_table
 import act.apps.demo as demo_app
 import act.pipeline.ablation as ablation
+import act.pipeline.ablation_table as ablation_table
 from act.common.errors import InputError, MissingFileError
-from helpers import CONFIGS, tiny_overrides
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -31,9 +31,11 @@ def ablation_cfg(*overrides, run_overrides=(), **replaced):
 
 
 def test_a_variant_s_runs_pool_into_one_rate_with_a_wilson_interval():
-    runs = {"seed0": {"successes": 10, "num_episodes": 50, "success_rate": 0.2},
-            "seed1": {"successes": 30, "num_episodes": 50, "success_rate": 0.6},
-            "seed2": {"successes": 20, "num_episodes": 50, "success_rate": 0.4}}
+    runs = {
+        "seed0": {"successes": 10, "num_episodes": 50, "success_rate": 0.2},
+        "seed1": {"successes": 30, "num_episodes": 50, "success_rate": 0.6},
+        "seed2": {"successes": 20, "num_episodes": 50, "success_rate": 0.4},
+    }
     pooled = ablation_table.aggregate(runs)
     assert (pooled["successes"], pooled["num_episodes"]) == (60, 150) and pooled["success_rate"] == pytest.approx(0.4)
     # Wilson's 95% interval of 60/150: (p + z^2/2n -/+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n), z = 1.96
@@ -63,25 +65,36 @@ def test_the_shipped_ablations_run_the_paper_s_settings_at_the_quickstart_s_scal
     assert list(cvae.lines) == ["scripted", "human_like"] and list(cvae.variants) == ["with", "without"]
     assert "demo.expert=human_like" in cvae.lines["human_like"] and len(ablation.plan_runs(cvae)) == 12
     assert ensembling.evaluation_only and list(ensembling.variants) == ["off", "0", "0.01", "0.1"]
-    with pytest.raises(MissingFileError, match="ablation.checkpoints.k100: outputs/ablations/chunk_size/scripted/100 "
-                                               "does not exist; train it first"):
+    with pytest.raises(
+        MissingFileError,
+        match="ablation.checkpoints.k100: outputs/ablations/chunk_size/scripted/100 does not exist; train it first",
+    ):
         ablation.plan_runs(ensembling)  # nothing trained in this folder
     with pytest.raises(InputError, match=f"ablation.checkpoints.k100: {tmp_path} is neither a .ckpt file nor a folder"):
         ablation.checkpoints_of("k100", (str(tmp_path),))  # a folder without runs
 
 
-@pytest.mark.parametrize("overrides, replaced, message", [
-    (["ablation.seeds=[]"], {}, "ablation.seeds must be distinct integers, at least one"),
-    (["ablation.max_steps=0"], {}, "ablation.max_steps must be a positive number of training steps, got 0"),
-    (["+ablation.eval.episodes=2"], {}, "ablation.eval.episodes is not an eval.py setting (configs/eval.yaml)"),
-    (["overrides=['seed=3']"], {}, "overrides: seed is set for each run by the ablation; use ablation.seeds"),
-    ([], {"variants": {"k/1": ["policy.model.chunk_size=1"]}}, "ablation.variants.k/1: a name of letters, digits"),
-    ([], {"variants": {}}, "ablation.variants must name at least one entry"),
-    ([], {"checkpoints": {"mine": ["x.ckpt"]}}, "needs one of ablation.datasets (train every variant) or "
-                                                "ablation.checkpoints (evaluate them), not both"),
-    ([], {"variants": {"1": ["policy.model.chunk_sise=1"]}},
-     "scripted/1: policy.model.chunk_sise is not a setting of demo; did you mean policy.model.chunk_size?"),
-])
+@pytest.mark.parametrize(
+    "overrides, replaced, message",
+    [
+        (["ablation.seeds=[]"], {}, "ablation.seeds must be distinct integers, at least one"),
+        (["ablation.max_steps=0"], {}, "ablation.max_steps must be a positive number of training steps, got 0"),
+        (["+ablation.eval.episodes=2"], {}, "ablation.eval.episodes is not an eval.py setting (configs/eval.yaml)"),
+        (["overrides=['seed=3']"], {}, "overrides: seed is set for each run by the ablation; use ablation.seeds"),
+        ([], {"variants": {"k/1": ["policy.model.chunk_size=1"]}}, "ablation.variants.k/1: a name of letters, digits"),
+        ([], {"variants": {}}, "ablation.variants must name at least one entry"),
+        (
+            [],
+            {"checkpoints": {"mine": ["x.ckpt"]}},
+            "needs one of ablation.datasets (train every variant) or ablation.checkpoints (evaluate them), not both",
+        ),
+        (
+            [],
+            {"variants": {"1": ["policy.model.chunk_sise=1"]}},
+            "scripted/1: policy.model.chunk_sise is not a setting of demo; did you mean policy.model.chunk_size?",
+        ),
+    ],
+)
 def test_unworkable_ablations_are_refused_before_any_run(overrides, replaced, message, tmp_path):
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = ablation_cfg("ablation=chunk_size", f"dir={tmp_path}", *overrides, **replaced)
@@ -95,12 +108,27 @@ def tiny_ablation(demos, tmp_path, *extra):
     """ablation=chunk_size shrunk to seconds: k in {1, 4}, one seed, 4 steps of a 32-wide ACT on the shared
     demos, one 40-step evaluation episode per run."""
     train = [o for o in tiny_overrides(demos, "unused") if not o.startswith("out_dir=")]
-    overrides = [*train, "demo.num_demos=3", "demo.record_workers=0", "execution.precision=32-true",
-                 "policy.lr_warmup_steps=1", "policy.image_crop=null", "trainer.val_check_interval=2"]
-    return ablation_cfg("ablation=chunk_size", f"dir={tmp_path / 'ablation'}", "ablation.seeds=[0]",
-                        "ablation.max_steps=4", "ablation.eval.num_episodes=1", "+ablation.eval.workers=0",
-                        "+ablation.eval.episode_len=40", *extra, run_overrides=overrides,
-                        variants={"1": ["policy.model.chunk_size=1"], "4": ["policy.model.chunk_size=4"]})
+    overrides = [
+        *train,
+        "demo.num_demos=3",
+        "demo.record_workers=0",
+        "execution.precision=32-true",
+        "policy.lr_warmup_steps=1",
+        "policy.image_crop=null",
+        "trainer.val_check_interval=2",
+    ]
+    return ablation_cfg(
+        "ablation=chunk_size",
+        f"dir={tmp_path / 'ablation'}",
+        "ablation.seeds=[0]",
+        "ablation.max_steps=4",
+        "ablation.eval.num_episodes=1",
+        "+ablation.eval.workers=0",
+        "+ablation.eval.episode_len=40",
+        *extra,
+        run_overrides=overrides,
+        variants={"1": ["policy.model.chunk_size=1"], "4": ["policy.model.chunk_size=4"]},
+    )
 
 
 def test_a_training_ablation_runs_every_variant_then_resumes_without_retraining(demos, tmp_path, monkeypatch, capsys):
@@ -137,8 +165,11 @@ def test_a_training_ablation_runs_every_variant_then_resumes_without_retraining(
         ablate.main(tiny_ablation(demos, tmp_path))
         assert calls[2:] == ["scripted/4/seed0"] and "already at step 4 of 4" in capsys.readouterr().out
         # Other settings in the same folder: refused before anything runs.
-        with pytest.raises(InputError, match=r"holds a run made with \['trainer.max_steps=4'\] where this one has "
-                                             r"\['trainer.max_steps=6'\]; give another dir="):
+        with pytest.raises(
+            InputError,
+            match=r"holds a run made with \['trainer.max_steps=4'\] where this one has "
+            r"\['trainer.max_steps=6'\]; give another dir=",
+        ):
             ablate.main(tiny_ablation(demos, tmp_path, "ablation.max_steps=6"))
     assert len(calls) == 3
 
@@ -147,10 +178,17 @@ def test_temporal_ensembling_evaluates_checkpoints_under_each_setting_once(tiny_
     out = tmp_path / "ensembling"
 
     def run():
-        cfg = ablation_cfg("ablation=temporal_ensembling", f"dir={out}", "ablation.eval.num_episodes=1",
-                           "ablation.eval.workers=0", "ablation.eval.batch_envs=1", "+ablation.eval.episode_len=40",
-                           run_overrides=["execution.precision=32-true"], checkpoints={"tiny": [str(tiny_checkpoint)]},
-                           variants={"off": ["execution=chunked"], "0.01": ["execution.temporal_ensemble_coeff=0.01"]})
+        cfg = ablation_cfg(
+            "ablation=temporal_ensembling",
+            f"dir={out}",
+            "ablation.eval.num_episodes=1",
+            "ablation.eval.workers=0",
+            "ablation.eval.batch_envs=1",
+            "+ablation.eval.episode_len=40",
+            run_overrides=["execution.precision=32-true"],
+            checkpoints={"tiny": [str(tiny_checkpoint)]},
+            variants={"off": ["execution=chunked"], "0.01": ["execution.temporal_ensemble_coeff=0.01"]},
+        )
         return ablate.main(cfg)
 
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):

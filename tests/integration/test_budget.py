@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from act.envs import make_env
 from act.training.budget import TRAINER_OVERHEAD, estimate_evaluation, estimate_training
 from act.training.module import ACTLitModule
 from act.training.timing import random_batch, time_calls, training_step_fn
-from act.envs import make_env
 
 TINY = {"chunk_size": 8, "hidden_dim": 32, "ff_dim": 64, "heads": 2, "enc_layers": 1, "vae_enc_layers": 1}
 
@@ -17,7 +17,9 @@ def tiny_module(**kwargs):
 
     import torch
 
-    return ACTLitModule(TINY, optimizer=partial(torch.optim.AdamW, lr=1e-3), deployment={"image_size": (32, 32)}, **kwargs)
+    return ACTLitModule(
+        TINY, optimizer=partial(torch.optim.AdamW, lr=1e-3), deployment={"image_size": (32, 32)}, **kwargs
+    )
 
 
 def test_training_step_fn_trains_the_real_module():
@@ -41,8 +43,10 @@ def test_estimates_extrapolate_the_timed_calls(monkeypatch):
     assert estimate_training(module, 4, 1000, "32-true").seconds == pytest.approx(TRAINER_OVERHEAD * 200)
     monkeypatch.setattr(budget, "time_calls", lambda fn, repeats, warmup=1: np.full(repeats, 0.05))
     env = InstantEnv()
-    every, fourth = (estimate_evaluation(module, "32-true", env, episodes=4, episode_len=20, query_every=n,
-                                         batch_envs=2, workers=1) for n in (1, 4))
+    every, fourth = (
+        estimate_evaluation(module, "32-true", env, episodes=4, episode_len=20, query_every=n, batch_envs=2, workers=1)
+        for n in (1, 4)
+    )
     assert "40 batched queries" in every.detail and "10 batched queries" in fourth.detail
     assert every.seconds - fourth.seconds == pytest.approx(30 * 0.05, rel=1e-3)  # 30 queries fewer
 
@@ -60,10 +64,12 @@ class InstantEnv:
 
 
 def test_evaluation_estimate_times_the_real_simulator():
-    env = make_env("transfer_cube", "joint", cameras=["top"], image_size=(32, 32), render_quality="fast",
-                   episode_len=20)
-    estimate = estimate_evaluation(tiny_module(), "32-true", env, episodes=2, episode_len=20, query_every=4,
-                                   batch_envs=2, workers=1)
+    env = make_env(
+        "transfer_cube", "joint", cameras=["top"], image_size=(32, 32), render_quality="fast", episode_len=20
+    )
+    estimate = estimate_evaluation(
+        tiny_module(), "32-true", env, episodes=2, episode_len=20, query_every=4, batch_envs=2, workers=1
+    )
     assert estimate.seconds > 0 and "40 sim steps x" in estimate.detail
 
 
@@ -74,10 +80,10 @@ def test_time_calls_counts_only_the_timed_calls():
 
 
 def test_learning_curve_times_its_steps_where_the_trainer_will_train(mock_gpus, monkeypatch, tmp_path):
+    from helpers import CONFIGS
     from hydra import compose, initialize_config_dir
 
     from act.apps import curve
-    from helpers import CONFIGS
 
     mock_gpus((7, 5))  # a T4: 16-mixed
     timed = {}
@@ -88,8 +94,9 @@ def test_learning_curve_times_its_steps_where_the_trainer_will_train(mock_gpus, 
 
     monkeypatch.setattr(curve, "time_training_step", time_training_step)
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        cfg = compose("learning_curve", overrides=["curve.name=t", f"curve.dir={tmp_path}", "trainer=gpu",
-                                                   "curve.train_min=10"])
+        cfg = compose(
+            "learning_curve", overrides=["curve.name=t", f"curve.dir={tmp_path}", "trainer=gpu", "curve.train_min=10"]
+        )
     plan = curve.plan_steps(cfg, tmp_path / "plan.json")
     assert timed == {"device": "cuda:0", "precision": "16-mixed"} and plan["timed_on"] == "cuda:0, 16-mixed"
     assert plan["max_steps"] == int(600 / (TRAINER_OVERHEAD * 0.5))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from helpers import CONFIGS
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from lightning.pytorch.strategies import DDPStrategy
@@ -12,16 +13,21 @@ from omegaconf import OmegaConf
 
 from act.apps.train import check_clipping
 from act.training.run import ConfigError
-from helpers import CONFIGS
 
 
 def test_every_evaluation_shares_one_execution_config():
     """eval.py, the eval callback, make demo, the latency table and the real-time loop all read
     configs/execution/: the coefficient and the other settings are written once."""
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        plain = [OmegaConf.to_container(node, resolve=True) for node in (
-            compose("eval").execution, compose("train", overrides=["callbacks=eval"]).callbacks.eval.execution,
-            compose("demo", overrides=["experiment=paper"]).execution, compose("latency_table").execution)]
+        plain = [
+            OmegaConf.to_container(node, resolve=True)
+            for node in (
+                compose("eval").execution,
+                compose("train", overrides=["callbacks=eval"]).callbacks.eval.execution,
+                compose("demo", overrides=["experiment=paper"]).execution,
+                compose("latency_table").execution,
+            )
+        ]
         realtime = OmegaConf.to_container(compose("run_realtime").execution)
         chunked = OmegaConf.to_container(compose("eval", overrides=["execution=chunked"]).execution)
     ensemble = plain[0]
@@ -51,7 +57,10 @@ def test_clipping_a_fused_optimizer_under_16_mixed_is_refused_before_training():
     assert quickstart.policy.optimizer.fused and quickstart.policy.clip_grad_norm == 10.0
     check_clipping(quickstart, "16-mixed")  # the module clips: in every precision
     check_clipping(fused, "bf16-mixed")  # no gradient scaler: Lightning clips a fused optimiser's gradients
-    with pytest.raises(ConfigError, match=r"^trainer.gradient_clip_val=10.0 cannot clip a fused optimiser's gradients "
-                                          r"under trainer.precision=16-mixed .* trainer.gradient_clip_val=null "
-                                          r"policy.clip_grad_norm=10.0$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^trainer.gradient_clip_val=10.0 cannot clip a fused optimiser's gradients "
+        r"under trainer.precision=16-mixed .* trainer.gradient_clip_val=null "
+        r"policy.clip_grad_norm=10.0$",
+    ):
         check_clipping(fused, "16-mixed")

@@ -9,14 +9,14 @@ import subprocess
 
 import pytest
 import torch
+from helpers import CONFIGS, ROOT, assert_same_weights, demo_overrides, make_cfg
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import act.apps.demo as demo_app
-from act.data.episodes import EpisodeIndex
 from act.apps.train import train
+from act.data.episodes import EpisodeIndex
 from act.training.run import ConfigError
-from helpers import CONFIGS, ROOT, assert_same_weights, demo_overrides, make_cfg
 
 
 def run_demo(monkeypatch, capsys, *overrides) -> str:
@@ -81,11 +81,14 @@ def test_the_plan_times_both_memory_formats_and_keeps_the_faster(monkeypatch, tm
     assert demo_app.time_memory_formats(cfg, "32-true", plan)[2] is None
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["+demo.eval.seed=10"], "evaluation seeds 10-11 may overlap the demo seeds 0-23"),
-    (["+demo.eval.episodes=2"], "demo.eval.episodes is not an eval.py setting (configs/eval.yaml)"),
-    (["demo.checkpoint=first"], "demo.checkpoint='first' is unknown; valid: last, best"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["+demo.eval.seed=10"], "evaluation seeds 10-11 may overlap the demo seeds 0-23"),
+        (["+demo.eval.episodes=2"], "demo.eval.episodes is not an eval.py setting (configs/eval.yaml)"),
+        (["demo.checkpoint=first"], "demo.checkpoint='first' is unknown; valid: last, best"),
+    ],
+)
 def test_demo_rejects_unworkable_settings(tmp_path, extra, message):
     # act/apps/demo.py's main() on the composed config refuses before recording or training anything (the
     # script prints these as `error: ...` and exits 2: tests/e2e/test_scripts.py).
@@ -101,8 +104,15 @@ def test_interrupted_training_saves_a_checkpoint_that_resumes_exactly(demos, six
     handler = signal.getsignal(signal.SIGINT)
     try:
         with pytest.raises(SystemExit):  # Lightning turns Ctrl-C into a checkpoint hook + exit(1)
-            train(make_cfg(demos, tmp_path / "cut", "trainer.max_steps=6", "+callbacks.cut._target_=helpers.InterruptAt",
-                           "+callbacks.cut.step=3"))
+            train(
+                make_cfg(
+                    demos,
+                    tmp_path / "cut",
+                    "trainer.max_steps=6",
+                    "+callbacks.cut._target_=helpers.InterruptAt",
+                    "+callbacks.cut.step=3",
+                )
+            )
     finally:
         signal.signal(signal.SIGINT, handler)  # Lightning ignores further Ctrl-C after the first
     saved = tmp_path / "cut" / "checkpoints" / "interrupted.ckpt"
@@ -117,18 +127,30 @@ def test_make_demo_task_runs_that_task_s_quickstart():
     def demo_args(*args):  # what `make demo` passes to scripts/demo.py before ARGS (read, nothing run:
         # `make -n demo` would run the recipe, whose line calls $(MAKE))
         show = "--eval=show-demo-args: ; @echo '[$(DEMO_TASK_ARGS)]'"
-        return subprocess.run(["make", "-s", show, "show-demo-args", *args], cwd=ROOT, capture_output=True,
-                              text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["make", "-s", show, "show-demo-args", *args], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
     assert demo_args("TASK=insertion") == "[experiment=cpu_quickstart_insertion]"
     assert demo_args() == demo_args("TASK=transfer_cube") == "[]"
 
 
-@pytest.mark.parametrize("overrides, task, size, quality, steps, weights", [
-    (["experiment=cpu_quickstart"], "transfer_cube", [120, 160], "fast", None, None),  # steps: chosen by measurement
-    (["experiment=cpu_quickstart_insertion"], "insertion", [120, 160], "fast", None, None),
-    (["experiment=paper"], "transfer_cube", [480, 640], "paper", 10000, "imagenet"),
-    (["experiment=paper", "task=insertion"], "insertion", [480, 640], "paper", 10000, "imagenet"),
-])
+@pytest.mark.parametrize(
+    "overrides, task, size, quality, steps, weights",
+    [
+        (
+            ["experiment=cpu_quickstart"],
+            "transfer_cube",
+            [120, 160],
+            "fast",
+            None,
+            None,
+        ),  # steps: chosen by measurement
+        (["experiment=cpu_quickstart_insertion"], "insertion", [120, 160], "fast", None, None),
+        (["experiment=paper"], "transfer_cube", [480, 640], "paper", 10000, "imagenet"),
+        (["experiment=paper", "task=insertion"], "insertion", [480, 640], "paper", 10000, "imagenet"),
+    ],
+)
 def test_experiments_compose_with_their_demo_blocks(overrides, task, size, quality, steps, weights):
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("demo", overrides=overrides)
@@ -144,7 +166,11 @@ def test_experiments_compose_with_their_demo_blocks(overrides, task, size, quali
         assert cfg.data.dataset_dir == f"datasets/quickstart_{task}"
         assert cfg.demo.dir == {"transfer_cube": "outputs/demo", "insertion": "outputs/demo_insertion"}[task]
     if overrides[0] == "experiment=paper":  # the paper's network, optimiser and execution, unchanged
-        assert cfg.policy.model.chunk_size == 100 and cfg.policy.model.hidden_dim == 512 and cfg.policy.model.ff_dim == 3200
+        assert (
+            cfg.policy.model.chunk_size == 100
+            and cfg.policy.model.hidden_dim == 512
+            and cfg.policy.model.ff_dim == 3200
+        )
         assert cfg.policy.optimizer.lr == 1e-5 and cfg.data.batch_size == 8 and cfg.policy.kl_weight == 10
         assert cfg.execution.temporal_ensemble_coeff == 0.01 and cfg.execution.n_action_steps is None
         assert cfg.data.dataset_dir == f"datasets/paper_{task}" and cfg.demo.dir == f"outputs/paper_{task}"

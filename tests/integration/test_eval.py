@@ -11,22 +11,28 @@ import re
 import numpy as np
 import pytest
 import torch
+from helpers import IMAGE, eval_cfg, make_cfg, run_eval
 
+from act.apps.evaluate import build_spec
+from act.apps.train import train
+from act.common.errors import InputError
+from act.envs import make_env
 from act.eval.backends import make_eval_env
 from act.eval.expert import ScriptedReplayPolicy
-from act.apps.evaluate import build_spec
 from act.eval.harness import evaluate_with_bar, latency_ticks
 from act.eval.rollout import EvalSpec, evaluate, run_episodes
 from act.runtime.policy import ACTPolicy
-from act.apps.train import train
-from act.envs import make_env
-from act.common.errors import InputError
-from helpers import IMAGE, eval_cfg, make_cfg, run_eval
 
 
 def test_expert_through_the_harness_reaches_its_success_rate():
-    spec = EvalSpec(make_policy=functools.partial(ScriptedReplayPolicy, "transfer_cube"), task="transfer_cube",
-                    cameras=(), image_size=(48, 64), render_quality="fast", seeds=(100000, 100001, 100002))
+    spec = EvalSpec(
+        make_policy=functools.partial(ScriptedReplayPolicy, "transfer_cube"),
+        task="transfer_cube",
+        cameras=(),
+        image_size=(48, 64),
+        render_quality="fast",
+        seeds=(100000, 100001, 100002),
+    )
     metrics = evaluate(spec)
     assert metrics["success_rate"] == 1.0 and metrics["stage_rates"]["4"] == 1.0
     assert [e["seed"] for e in metrics["episodes"]] == [100000, 100001, 100002]
@@ -34,9 +40,16 @@ def test_expert_through_the_harness_reaches_its_success_rate():
 
 def _spec(ckpt, seeds, **kwargs):
     policy = ACTPolicy.load(ckpt)
-    return EvalSpec(make_policy=functools.partial(ACTPolicy.load, str(ckpt), temporal_ensemble_coeff=0.01),
-                    task="transfer_cube", cameras=tuple(policy.camera_names), image_size=policy.image_size,
-                    render_quality="fast", episode_len=60, seeds=seeds, **kwargs)
+    return EvalSpec(
+        make_policy=functools.partial(ACTPolicy.load, str(ckpt), temporal_ensemble_coeff=0.01),
+        task="transfer_cube",
+        cameras=tuple(policy.camera_names),
+        image_size=policy.image_size,
+        render_quality="fast",
+        episode_len=60,
+        seeds=seeds,
+        **kwargs,
+    )
 
 
 def test_identical_seeds_give_identical_results(tiny_checkpoint):
@@ -53,8 +66,9 @@ def test_batched_episodes_match_one_at_a_time(tiny_checkpoint):
     batched = evaluate(_spec(tiny_checkpoint, (5, 6, 7), batch_envs=2))  # groups (5, 6) and (7,)
     keys = ("seed", "max_reward", "steps")
     assert [[e[k] for k in keys] for e in batched["episodes"]] == [[e[k] for k in keys] for e in single["episodes"]]
-    np.testing.assert_allclose([e["total_return"] for e in batched["episodes"]],
-                               [e["total_return"] for e in single["episodes"]])
+    np.testing.assert_allclose(
+        [e["total_return"] for e in batched["episodes"]], [e["total_return"] for e in single["episodes"]]
+    )
     # One batched query per step for the pair: 60 per episode, as one at a time.
     assert batched["latency_ms_per_query"]["queries"] == 3 * 60
     with pytest.raises(ValueError, match="batch_envs must be >= 1"):
@@ -72,8 +86,15 @@ def test_only_batching_policies_run_envs_side_by_side():
 
 
 def test_progress_bar_counts_episodes_and_successes(capsys):
-    spec = EvalSpec(make_policy=functools.partial(ScriptedReplayPolicy, "transfer_cube"), task="transfer_cube",
-                    cameras=(), image_size=(48, 64), render_quality="fast", episode_len=5, seeds=(0, 1))
+    spec = EvalSpec(
+        make_policy=functools.partial(ScriptedReplayPolicy, "transfer_cube"),
+        task="transfer_cube",
+        cameras=(),
+        image_size=(48, 64),
+        render_quality="fast",
+        episode_len=5,
+        seeds=(0, 1),
+    )
     metrics = evaluate_with_bar(spec)
     bar = capsys.readouterr().err.replace("\r", "\n").splitlines()[-1]
     assert metrics["num_episodes"] == 2
@@ -83,8 +104,17 @@ def test_progress_bar_counts_episodes_and_successes(capsys):
 def test_eval_chunked_and_wandb(tiny_checkpoint, tmp_path, monkeypatch):
     monkeypatch.delenv("WANDB_MODE", raising=False)
     out = tmp_path / "eval"
-    run_eval(f"ckpt_path={tiny_checkpoint}", "num_episodes=1", "num_videos=1", "episode_len=30", "execution=chunked",
-             "execution.n_action_steps=5", "video_size=[48,64]", "logger.wandb=true", f"out_dir={out}")
+    run_eval(
+        f"ckpt_path={tiny_checkpoint}",
+        "num_episodes=1",
+        "num_videos=1",
+        "episode_len=30",
+        "execution=chunked",
+        "execution.n_action_steps=5",
+        "video_size=[48,64]",
+        "logger.wandb=true",
+        f"out_dir={out}",
+    )
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["latency_ms_per_query"]["queries"] == 6 and "chunked" in metrics["execution"]
     assert list((out / "wandb").glob("offline-run-*"))
@@ -105,13 +135,23 @@ def test_expert_through_eval(tmp_path):
 
 def test_eval_callback_logs_success_and_keeps_best(demos, tmp_path):
     out = tmp_path / "run"
-    train(make_cfg(demos, out, "trainer.max_steps=2", "callbacks=eval", "callbacks.eval.every_n_steps=2",
-                   "callbacks.eval.num_episodes=1", "callbacks.eval.video_size=[48,64]",
-                   "callbacks.periodic.every_n_train_steps=1000"))
+    train(
+        make_cfg(
+            demos,
+            out,
+            "trainer.max_steps=2",
+            "callbacks=eval",
+            "callbacks.eval.every_n_steps=2",
+            "callbacks.eval.num_episodes=1",
+            "callbacks.eval.video_size=[48,64]",
+            "callbacks.periodic.every_n_train_steps=1000",
+        )
+    )
     with open(out / "csv" / "metrics.csv") as f:
         rows = [r for r in csv.DictReader(f) if r.get("eval/success_rate")]
     assert rows and 0.0 <= float(rows[0]["eval/success_rate"]) <= 1.0
     import torch
+
     best = torch.load(out / "checkpoints" / "best_eval.ckpt", weights_only=False)
     assert best["global_step"] == 2
     assert (out / "eval_videos" / "step2.mp4").is_file()
@@ -137,8 +177,14 @@ def test_gym_aloha_backend_matches_native_scene():
 @pytest.mark.slow
 def test_expert_in_gym_aloha_envs():
     """gym-aloha renders three 480x640 cameras per step: about a minute per episode on 2 cores."""
-    spec = EvalSpec(make_policy=functools.partial(ScriptedReplayPolicy, "transfer_cube"), task="transfer_cube",
-                    cameras=(), image_size=(480, 640), backend="gym_aloha", seeds=(100000, 100001))
+    spec = EvalSpec(
+        make_policy=functools.partial(ScriptedReplayPolicy, "transfer_cube"),
+        task="transfer_cube",
+        cameras=(),
+        image_size=(480, 640),
+        backend="gym_aloha",
+        seeds=(100000, 100001),
+    )
     assert evaluate(spec)["success_rate"] == 1.0
 
 
@@ -146,19 +192,23 @@ def test_checkpoint_selection_seeds_are_disjoint_from_held_out_seeds():
     # best_eval.ckpt is chosen on the callback's episodes; eval.py and make demo score on theirs.
     import inspect
 
+    from helpers import ROOT
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     from act.training.eval_callback import EvalCallback
-    from helpers import ROOT
 
     configs = ROOT / "configs"
     callback_seed = OmegaConf.load(configs / "callbacks" / "eval.yaml").eval.seed
     eval_seed = OmegaConf.load(configs / "eval.yaml").seed  # make demo's evaluation is eval.yaml + demo.eval
     with initialize_config_dir(config_dir=str(configs), version_base="1.3"):
-        held_out_seeds = {"eval.py": eval_seed, **{
-            name: compose("demo", overrides=[f"experiment={name}"]).demo.eval.get("seed", eval_seed)
-            for name in ("cpu_quickstart", "cpu_quickstart_insertion", "paper")}}
+        held_out_seeds = {
+            "eval.py": eval_seed,
+            **{
+                name: compose("demo", overrides=[f"experiment={name}"]).demo.eval.get("seed", eval_seed)
+                for name in ("cpu_quickstart", "cpu_quickstart_insertion", "paper")
+            },
+        }
     chosen = range(callback_seed, callback_seed + 1000)  # room for a user raising num_episodes
     for first in held_out_seeds.values():
         assert set(chosen).isdisjoint(range(first, first + 1000))
@@ -168,8 +218,9 @@ def test_checkpoint_selection_seeds_are_disjoint_from_held_out_seeds():
 def test_eval_with_simulated_latency(tiny_checkpoint, tmp_path):
     # Synchronous ensembling (a query every tick) with 40 ms: 2 held ticks for each played one.
     out = tmp_path / "sync"
-    _, line = run_eval(f"ckpt_path={tiny_checkpoint}", "num_videos=0", "episode_len=30", "latency_ms=40",
-                       f"out_dir={out}")
+    _, line = run_eval(
+        f"ckpt_path={tiny_checkpoint}", "num_videos=0", "episode_len=30", "latency_ms=40", f"out_dir={out}"
+    )
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["latency_ticks"] == 2 and metrics["latency_ms"] == 40
     assert metrics["ticks_without_fresh_action"]["share"] == pytest.approx(20 / 30)
@@ -178,8 +229,15 @@ def test_eval_with_simulated_latency(tiny_checkpoint, tmp_path):
     assert "67% of ticks held" in line
     # Asynchronous crossfade: only the first query's wait is held.
     out = tmp_path / "async"
-    run_eval(f"ckpt_path={tiny_checkpoint}", "num_videos=0", "episode_len=30", "latency_ms=40",
-             "execution.asynchronous=true", "execution.blend=crossfade", f"out_dir={out}")
+    run_eval(
+        f"ckpt_path={tiny_checkpoint}",
+        "num_videos=0",
+        "episode_len=30",
+        "latency_ms=40",
+        "execution.asynchronous=true",
+        "execution.blend=crossfade",
+        f"out_dir={out}",
+    )
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["ticks_without_fresh_action"]["share"] == pytest.approx(2 / 30)
     assert "crossfade" in metrics["execution"] and "asynchronous" in metrics["execution"]
@@ -191,12 +249,16 @@ def test_eval_with_simulated_latency(tiny_checkpoint, tmp_path):
     assert metrics["latency_ticks"] == latency_ticks(metrics["latency_ms"])
 
 
-@pytest.mark.parametrize("override, message", [
-    ("latency_ms=-5", "latency_ms must be a number >= 0"), ("latency_ms=soon", "latency_ms must be a number"),
-    ("execution.blend=average", "execution.blend='average' is unknown"),
-    ("execution.queue_threshold=10", "queue_threshold must be in"),
-    ("execution.asynchronous=maybe", "asynchronous must be true or false"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("latency_ms=-5", "latency_ms must be a number >= 0"),
+        ("latency_ms=soon", "latency_ms must be a number"),
+        ("execution.blend=average", "execution.blend='average' is unknown"),
+        ("execution.queue_threshold=10", "queue_threshold must be in"),
+        ("execution.asynchronous=maybe", "asynchronous must be true or false"),
+    ],
+)
 def test_eval_latency_errors(tiny_checkpoint, tmp_path, override, message):
     # scripts/eval.py prints these as `error: ...` and exits 2 (tests/e2e/test_scripts.py)
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -220,9 +282,16 @@ def _recording_policy(ckpt: str) -> ACTPolicy:
 
 def test_each_evaluation_worker_warms_its_policy_up_before_timing_queries(tiny_checkpoint):
     WORKER_CALLS.clear()
-    spec = EvalSpec(make_policy=functools.partial(_recording_policy, str(tiny_checkpoint)), task="transfer_cube",
-                    cameras=("top",), image_size=(IMAGE, IMAGE), render_quality="fast", episode_len=20,
-                    seeds=(5, 6), batch_envs=2)
+    spec = EvalSpec(
+        make_policy=functools.partial(_recording_policy, str(tiny_checkpoint)),
+        task="transfer_cube",
+        cameras=("top",),
+        image_size=(IMAGE, IMAGE),
+        render_quality="fast",
+        episode_len=20,
+        seeds=(5, 6),
+        batch_envs=2,
+    )
     metrics = evaluate(spec)
     # Untimed first: a query of one observation and one of batch_envs, on mid-grey images.
     assert WORKER_CALLS[:2] == [(1, True), (2, True)]

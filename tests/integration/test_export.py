@@ -11,19 +11,21 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
-
-from act.training.module import ACTLitModule
-from act.model.checkpoint import CheckpointError, load_network
-from act.runtime.policy import ACTPolicy
-from act.runtime.export import export
-from act.runtime.predictors import ArtifactError, EagerPredictor, load_predictor
 from helpers import IMAGE, ROOT
+
+from act.model.checkpoint import CheckpointError, load_network
+from act.runtime.export import export
+from act.runtime.policy import ACTPolicy
+from act.runtime.predictors import ArtifactError, EagerPredictor, load_predictor
+from act.training.module import ACTLitModule
 
 
 def _inputs(batch: int, seed: int = 0):
     rng = np.random.default_rng(seed)
-    return (rng.normal(size=(batch, 14)).astype(np.float32),
-            rng.integers(0, 256, (batch, 1, 3, IMAGE, IMAGE), dtype=np.uint8))
+    return (
+        rng.normal(size=(batch, 14)).astype(np.float32),
+        rng.integers(0, 256, (batch, 1, 3, IMAGE, IMAGE), dtype=np.uint8),
+    )
 
 
 def test_network_from_checkpoint_matches_the_lightning_module(tiny_checkpoint):
@@ -40,7 +42,7 @@ def test_network_from_checkpoint_matches_the_lightning_module(tiny_checkpoint):
 def test_checkpoints_of_the_layout_before_are_refused_by_name(tiny_checkpoint, tmp_path):
     # Before the network carried its statistics, the module held ``model.*`` and ``qpos_mean`` ...
     checkpoint = torch.load(tiny_checkpoint, weights_only=True)
-    old = {(k[len("net."):] if k.startswith("net.") else k): v for k, v in checkpoint["state_dict"].items()}
+    old = {(k[len("net.") :] if k.startswith("net.") else k): v for k, v in checkpoint["state_dict"].items()}
     assert "model.action_head.weight" in old and "qpos_mean" in old
     # ... and kept the cameras, image size, statistics and task at the top of its hyper-parameters.
     hparams = dict(checkpoint["hyper_parameters"])
@@ -137,8 +139,10 @@ print(json.dumps(out))
 def test_policy_runs_an_exported_artifact_like_the_checkpoint(tiny_checkpoint, tmp_path):
     path = export(load_network(tiny_checkpoint), tmp_path / "policy.onnx", "onnx")
     rng = np.random.default_rng(5)
-    stream = [{"qpos": rng.normal(size=14), "images": {"top": rng.integers(0, 255, (IMAGE, IMAGE, 3), dtype=np.uint8)}}
-              for _ in range(6)]
+    stream = [
+        {"qpos": rng.normal(size=14), "images": {"top": rng.integers(0, 255, (IMAGE, IMAGE, 3), dtype=np.uint8)}}
+        for _ in range(6)
+    ]
     runs = []
     for source in (tiny_checkpoint, path):
         policy = ACTPolicy.load(source, n_action_steps=2, temporal_ensemble_coeff=0.01, precision="32-true")
@@ -156,8 +160,6 @@ def test_bad_artifacts_are_refused(tmp_path):
         load_predictor(tmp_path / "policy.pt")
     with pytest.raises(ArtifactError, match="unknown policy file type"):
         ACTPolicy.load(tmp_path / "policy.bin")
-
-
 
 
 def test_onnx_policies_refuse_a_gpu_their_onnxruntime_cannot_use(tiny_checkpoint, tmp_path, monkeypatch):

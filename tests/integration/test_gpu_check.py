@@ -13,8 +13,14 @@ OVERHEAD, FALLBACK_STEP_S = 1.5, 0.05  # configs/bench/gpu_check.yaml's trainer_
 
 
 def speed_row(precision: str, ms: float) -> dict:
-    return {"precision": precision, "ms_per_step": ms, "samples_per_s": 8000 / ms, "gflop_per_s": 24.3e3 / ms,
-            "matmul_gflop_per_s": 700e3, "floor_ratio": 24.3e3 / ms / 700e3 * 1000}
+    return {
+        "precision": precision,
+        "ms_per_step": ms,
+        "samples_per_s": 8000 / ms,
+        "gflop_per_s": 24.3e3 / ms,
+        "matmul_gflop_per_s": 700e3,
+        "floor_ratio": 24.3e3 / ms / 700e3 * 1000,
+    }
 
 
 def test_the_cuda_stage_runs_the_cuda_tests_and_counts_them(tmp_path):
@@ -26,25 +32,42 @@ def test_the_cuda_stage_runs_the_cuda_tests_and_counts_them(tmp_path):
 
 
 def test_quickstart_steps_come_from_the_step_auto_would_train(monkeypatch):
-    monkeypatch.setattr(gpu_check, "resolve_precision",
-                        lambda *a, **k: PrecisionChoice("auto", "bf16-mixed", "native bf16"))
-    tables = {"quickstart": {"training": {"32-true": speed_row("32-true", 40.0),
-                                          "bf16-mixed": speed_row("bf16-mixed", 20.0)}}}
+    monkeypatch.setattr(
+        gpu_check, "resolve_precision", lambda *a, **k: PrecisionChoice("auto", "bf16-mixed", "native bf16")
+    )
+    tables = {
+        "quickstart": {"training": {"32-true": speed_row("32-true", 40.0), "bf16-mixed": speed_row("bf16-mixed", 20.0)}}
+    }
     steps, step_s = gpu_check.quickstart_steps(tables, 300.0, OVERHEAD, FALLBACK_STEP_S)
     assert step_s == pytest.approx(0.02) and steps == 10000  # 300 s / (1.5 x 20 ms)
     assert gpu_check.quickstart_steps({}, 240.0, OVERHEAD, FALLBACK_STEP_S) == (3200, 0.05)  # speed failed: fallback
 
 
 def test_the_report_reads_as_the_tables_results_md_takes():
-    report = {"gpu": "NVIDIA H200", "torch": "2.14.1", "cuda": "13.0", "cpus": 16, "date": "2026-12-03",
-              "stages": {"cuda_tests": {"rc": 0, "seconds": 80.0, "tests": 9, "passed": 8, "failures": 1,
-                                        "errors": 0, "skipped": 0},
-                         "speed": {"paper": {"rc": 0, "training": {"bf16-mixed": speed_row("bf16-mixed", 50.0)}},
-                                   "quickstart": {"rc": 1, "log": "q.log"}},
-                         "paper": {"rc": 1, "seconds": 12.0, "log": "paper.log"},
-                         "quickstart": {"rc": 0, "successes": 45, "num_episodes": 50, "success_rate": 0.9,
-                                        "success_rate_ci95": [0.79, 0.96], "train_steps": 9000,
-                                        "wall_time_s": {"record": 30.0, "train": 290.0, "eval": 40.0}}}}
+    report = {
+        "gpu": "NVIDIA H200",
+        "torch": "2.14.1",
+        "cuda": "13.0",
+        "cpus": 16,
+        "date": "2026-12-03",
+        "stages": {
+            "cuda_tests": {"rc": 0, "seconds": 80.0, "tests": 9, "passed": 8, "failures": 1, "errors": 0, "skipped": 0},
+            "speed": {
+                "paper": {"rc": 0, "training": {"bf16-mixed": speed_row("bf16-mixed", 50.0)}},
+                "quickstart": {"rc": 1, "log": "q.log"},
+            },
+            "paper": {"rc": 1, "seconds": 12.0, "log": "paper.log"},
+            "quickstart": {
+                "rc": 0,
+                "successes": 45,
+                "num_episodes": 50,
+                "success_rate": 0.9,
+                "success_rate_ci95": [0.79, 0.96],
+                "train_steps": 9000,
+                "wall_time_s": {"record": 30.0, "train": 290.0, "eval": 40.0},
+            },
+        },
+    }
     text = gpu_check.gpu_check_markdown(report)
     assert "NVIDIA H200" in text and "8 passed, 1 failed" in text
     assert "| paper | bf16-mixed | 50.0 | 160 | 0.5 | 700 | 0.69 |" in text

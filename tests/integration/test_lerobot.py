@@ -43,10 +43,12 @@ SIZE = (48, 64)
 def smooth_frames(steps: int, seed: int, size=SIZE) -> np.ndarray:
     """(T, H, W, 3) uint8 frames that change over time (gradients, as rendered scenes), not noise."""
     rng = np.random.default_rng(seed)
-    y, x = np.mgrid[:size[0], :size[1]]
+    y, x = np.mgrid[: size[0], : size[1]]
     base = rng.uniform(30, 200, size=3)
-    frames = [np.stack([(base[c] + 40 * np.sin(x / 9 + t / 5 + c) + 30 * np.cos(y / 7 - t / 9)) for c in range(3)], -1)
-              for t in range(steps)]
+    frames = [
+        np.stack([(base[c] + 40 * np.sin(x / 9 + t / 5 + c) + 30 * np.cos(y / 7 - t / 9)) for c in range(3)], -1)
+        for t in range(steps)
+    ]
     return np.clip(frames, 0, 255).astype(np.uint8)
 
 
@@ -61,8 +63,9 @@ def write_hdf5_set(folder: Path, lengths=(20, 23, 17), cams=("cam_high", "cam_le
         if effort:
             ep["effort"] = rng.normal(size=(steps, 14)).astype(np.float32)
         ep["images"] = {cam: smooth_frames(steps, 10 * i + c) for c, cam in enumerate(cams)}
-        write_episode(folder / f"episode_{i}.hdf5", **ep, attrs={"task": "transfer_cube", "seed": i, "fps": 50},
-                      sim=not effort)
+        write_episode(
+            folder / f"episode_{i}.hdf5", **ep, attrs={"task": "transfer_cube", "seed": i, "fps": 50}, sim=not effort
+        )
         written.append(ep)
     return written
 
@@ -78,8 +81,10 @@ def converted(hdf5_set, tmp_path_factory):
     """The module's HDF5 set converted once per image mode: {'image': folder, 'video': folder}."""
     src, _ = hdf5_set
     out = tmp_path_factory.mktemp("lerobot")
-    return {mode: convert(ConvertSettings(src=src, out=out / mode, to="lerobot", images=mode)).out
-            for mode in ("image", "video")}
+    return {
+        mode: convert(ConvertSettings(src=src, out=out / mode, to="lerobot", images=mode)).out
+        for mode in ("image", "video")
+    }
 
 
 def info_json(folder: Path) -> dict:
@@ -118,8 +123,15 @@ def test_training_reads_a_v3_folder_with_the_same_batches_and_stats(demos, tmp_p
     lerobot = convert(ConvertSettings(src=demos, out=tmp_path / "v3", to="lerobot", images="image")).out
     modules = []
     for folder, format in ((demos, "act_hdf5"), (lerobot, "auto")):
-        dm = ACTDataModule(str(folder), cameras=["top"], chunk_size=10, batch_size=4, num_workers=0,
-                           samples_per_episode=3, format=format)
+        dm = ACTDataModule(
+            str(folder),
+            cameras=["top"],
+            chunk_size=10,
+            batch_size=4,
+            num_workers=0,
+            samples_per_episode=3,
+            format=format,
+        )
         dm.setup("fit")
         modules.append(dm)
     hdf5, v3 = modules
@@ -185,8 +197,10 @@ def test_stats_json_has_every_statistic_and_acts_normalisation(converted, hdf5_s
     assert stats["observation.state"]["count"] == [60]
     image = np.asarray(stats["observation.images.cam_high"]["mean"])
     assert image.shape == (3, 1, 1) and 0 < image.min() and image.max() < 1
-    assert np.all(np.asarray(stats["observation.images.cam_high"]["q01"]) <= np.asarray(
-        stats["observation.images.cam_high"]["q99"]))
+    assert np.all(
+        np.asarray(stats["observation.images.cam_high"]["q01"])
+        <= np.asarray(stats["observation.images.cam_high"]["q99"])
+    )
 
 
 def test_image_stats_from_histograms_equal_numpy_on_the_pixels():
@@ -203,8 +217,15 @@ def test_image_stats_from_histograms_equal_numpy_on_the_pixels():
 # -- the pitfalls others hit --------------------------------------------------------------------------
 def test_joint_names_left_arm_first_with_units_and_gripper_meaning(converted):
     state = info_json(converted["image"])["features"]["observation.state"]
-    assert state["names"][:7] == ["left_waist", "left_shoulder", "left_elbow", "left_forearm_roll",
-                                  "left_wrist_angle", "left_wrist_rotate", "left_gripper"]
+    assert state["names"][:7] == [
+        "left_waist",
+        "left_shoulder",
+        "left_elbow",
+        "left_forearm_roll",
+        "left_wrist_angle",
+        "left_wrist_rotate",
+        "left_gripper",
+    ]
     assert state["names"][7] == "right_waist" and state["names"][13] == "right_gripper"
     assert "0 closed, 1 open" in state["info"]["gripper"]  # ours are normalised 0..1
 
@@ -237,7 +258,7 @@ def test_jpeg_act_images_arrive_as_rgb_not_bgr(tmp_path):
         encoded.append(np.frombuffer(buffer.getvalue(), np.uint8))
     padded = np.zeros((6, max(map(len, encoded))), np.uint8)  # the ACT scripts' zero-padded JPEG rows
     for i, data in enumerate(encoded):
-        padded[i, :len(data)] = data
+        padded[i, : len(data)] = data
     src = tmp_path / "jpeg"
     src.mkdir()
     with h5py.File(src / "episode_0.hdf5", "w") as root:
@@ -253,8 +274,9 @@ def test_jpeg_act_images_arrive_as_rgb_not_bgr(tmp_path):
 def test_qvel_and_effort_are_kept(converted, hdf5_set):
     features = info_json(converted["image"])["features"]
     assert "observation.velocity" in features and "observation.effort" in features
-    table = pq.read_table(converted["image"] / "data/chunk-000/file-000.parquet",
-                          columns=["observation.velocity", "observation.effort"])
+    table = pq.read_table(
+        converted["image"] / "data/chunk-000/file-000.parquet", columns=["observation.velocity", "observation.effort"]
+    )
     written = hdf5_set[1]
     for key, name in (("observation.velocity", "qvel"), ("observation.effort", "effort")):
         values = np.asarray(table.column(key).to_pylist(), np.float32)
@@ -285,8 +307,12 @@ def test_from_timestamp_does_not_drift_over_many_appended_episodes(tmp_path):
     for i, steps in enumerate(lengths):
         grey = np.array([(37 * i + 11 * t) % 200 + 20 for t in range(steps)], np.uint8)
         frames = np.broadcast_to(grey[:, None, None, None], (steps, 32, 32, 3)).copy()
-        write_episode(src / f"episode_{i}.hdf5", qpos=np.zeros((steps, 14), np.float32),
-                      action=np.zeros((steps, 14), np.float32), images={"top": frames})
+        write_episode(
+            src / f"episode_{i}.hdf5",
+            qpos=np.zeros((steps, 14), np.float32),
+            action=np.zeros((steps, 14), np.float32),
+            images={"top": frames},
+        )
     out = convert(ConvertSettings(src=src, out=tmp_path / "v3", to="lerobot")).out
     rows = pq.read_table(out / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
     decoder = FrameDecoder(50)
@@ -414,8 +440,11 @@ def test_to_act_hdf5_from_a_folder_that_is_no_dataset_names_meta_info_json(tmp_p
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "readme.txt").write_text("not a dataset")
     for src in (tmp_path / "empty", tmp_path / "notes"):
-        with pytest.raises(DatasetError, match=rf"src={src} is not a LeRobot dataset \(it has no meta/info.json\); "
-                                               "to=act_hdf5 converts a LeRobot v3.0 folder"):
+        with pytest.raises(
+            DatasetError,
+            match=rf"src={src} is not a LeRobot dataset \(it has no meta/info.json\); "
+            "to=act_hdf5 converts a LeRobot v3.0 folder",
+        ):
             convert(ConvertSettings(src=src, out=tmp_path / "out", to="act_hdf5"))
 
 
@@ -434,13 +463,16 @@ def damage(folder: Path, what: str) -> None:
     (folder / fmt.INFO_PATH).write_text(json.dumps(info))
 
 
-@pytest.mark.parametrize("what, message", [
-    ("v2.1", r"v2\.1 dataset.*python -m lerobot\.scripts\.convert_dataset_v21_to_v30"),
-    ("features", r"lacks feature\(s\) action"),
-    ("fps", r"fps 30 .*50 Hz"),
-    ("parquet", r"file-000\.parquet: not a readable parquet file \(truncated or corrupt\?\)"),
-    ("mp4", r"file-000\.mp4: .*truncated"),
-])
+@pytest.mark.parametrize(
+    "what, message",
+    [
+        ("v2.1", r"v2\.1 dataset.*python -m lerobot\.scripts\.convert_dataset_v21_to_v30"),
+        ("features", r"lacks feature\(s\) action"),
+        ("fps", r"fps 30 .*50 Hz"),
+        ("parquet", r"file-000\.parquet: not a readable parquet file \(truncated or corrupt\?\)"),
+        ("mp4", r"file-000\.mp4: .*truncated"),
+    ],
+)
 def test_bad_v3_folders_give_one_clear_error(converted, tmp_path, what, message):
     import shutil
 
@@ -467,8 +499,11 @@ def test_values_off_the_stored_statistics_are_refused_before_training(demos, tmp
     column = pa.FixedSizeListArray.from_arrays(flat, type=state.type)
     pq.write_table(table.set_column(table.schema.get_field_index(fmt.STATE), fmt.STATE, column), path)
     dm = ACTDataModule(str(folder), cameras=["top"], chunk_size=10, num_workers=0)
-    with pytest.raises(DatasetError, match=rf"{path} \(episode 1\): qpos has 1 value\(s\) outside the min..max of "
-                                           r"meta/stats.json, widened by their span, e.g. 5 at step 7 for left waist"):
+    with pytest.raises(
+        DatasetError,
+        match=rf"{path} \(episode 1\): qpos has 1 value\(s\) outside the min..max of "
+        r"meta/stats.json, widened by their span, e.g. 5 at step 7 for left waist",
+    ):
         dm.setup("fit")
 
 
@@ -483,8 +518,10 @@ def test_scripts_print_one_error_line_and_exit_2(run_script, converted, tmp_path
     folder = tmp_path / "old"
     shutil.copytree(converted["image"], folder)
     damage(folder, "v2.1")
-    for argv in (["convert_dataset", f"src={folder}", f"out={tmp_path / 'x'}", "to=act_hdf5"],
-                 ["inspect_dataset", "summary", str(folder)]):
+    for argv in (
+        ["convert_dataset", f"src={folder}", f"out={tmp_path / 'x'}", "to=act_hdf5"],
+        ["inspect_dataset", "summary", str(folder)],
+    ):
         proc = run_script(*argv, check=False)
         assert proc.returncode == 2, proc.stderr
         errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
@@ -514,7 +551,11 @@ def test_lerobot_itself_reads_ours_and_we_train_on_its(tmp_path):
     python = os.environ.get("LEROBOT_PYTHON")
     if not python or not Path(python).is_file():
         pytest.skip("set LEROBOT_PYTHON to the python of a venv with lerobot[dataset]==0.6.1 (docs/lerobot.md)")
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "check_lerobot.py"), "--out", str(tmp_path),
-                           "--steps", "3"], capture_output=True, text=True, timeout=3600,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "check_lerobot.py"), "--out", str(tmp_path), "--steps", "3"],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]

@@ -7,20 +7,20 @@ import json
 
 import pytest
 import torch
+from helpers import assert_same_weights, make_cfg
 from omegaconf import OmegaConf
 
 import act.apps.demo as demo_app
 import act.pipeline.demo_budget as demo_budget
-from act.training.budget import TRAINER_OVERHEAD, steps_within
+from act.apps.train import train
 from act.model import ACT, ACTConfig
 from act.model.backbone import ResNetBackbone, feature_hw
 from act.model.checkpoint import load_network, read_checkpoint
-from act.apps.train import train
 from act.training import marks as marks_module
 from act.training.augment import color_jitter, random_shift
+from act.training.budget import TRAINER_OVERHEAD, steps_within
 from act.training.ema import EMA, ema_decay_at
 from act.training.fit_budget import FitToBudget
-from helpers import assert_same_weights, make_cfg
 
 
 # -- backbone_layer ----------------------------------------------------------------------------
@@ -41,8 +41,16 @@ def test_layer3_backbone_halves_the_stride_and_drops_layer4():
 
 
 def test_layer3_network_has_more_tokens_and_refuses_other_layers():
-    config = ACTConfig(hidden_dim=32, ff_dim=64, heads=2, enc_layers=1, vae_enc_layers=1, chunk_size=5,
-                       backbone_layer=3, backbone_norm="group_norm")
+    config = ACTConfig(
+        hidden_dim=32,
+        ff_dim=64,
+        heads=2,
+        enc_layers=1,
+        vae_enc_layers=1,
+        chunk_size=5,
+        backbone_layer=3,
+        backbone_norm="group_norm",
+    )
     model = ACT(config)
     assert model.num_tokens((72, 112)) == 2 + 5 * 7
     out = model(torch.randn(2, 14), torch.randn(2, 1, 3, 72, 112))
@@ -69,12 +77,23 @@ def test_ema_is_the_weighted_average_with_a_warm_up():
 
 
 def test_ema_weights_are_deployed_and_resume_exactly(demos, tmp_path):
-    levers = ["policy.ema_decay=0.9", "policy.augment_shift=2", "policy.augment_color=0.2",
-              "policy.model.backbone_layer=3"]
+    levers = [
+        "policy.ema_decay=0.9",
+        "policy.augment_shift=2",
+        "policy.augment_color=0.2",
+        "policy.model.backbone_layer=3",
+    ]
     train(make_cfg(demos, tmp_path / "straight", "trainer.max_steps=6", *levers))
     train(make_cfg(demos, tmp_path / "first", "trainer.max_steps=3", *levers))
-    train(make_cfg(demos, tmp_path / "resumed", "trainer.max_steps=6", *levers,
-                   f"ckpt_path={tmp_path / 'first' / 'checkpoints' / 'last.ckpt'}"))
+    train(
+        make_cfg(
+            demos,
+            tmp_path / "resumed",
+            "trainer.max_steps=6",
+            *levers,
+            f"ckpt_path={tmp_path / 'first' / 'checkpoints' / 'last.ckpt'}",
+        )
+    )
     last = tmp_path / "straight" / "checkpoints" / "last.ckpt"
     assert_same_weights(last, tmp_path / "resumed" / "checkpoints" / "last.ckpt")  # average, shifts, jitter
     state = read_checkpoint(last)["state_dict"]
@@ -110,8 +129,16 @@ def test_marks_save_checkpoints_at_minutes_of_training(demos, tmp_path, monkeypa
     monkeypatch.setattr(marks_module.WallClockCheckpoints, "clock", staticmethod(lambda: float(next(clock))))
     out = tmp_path / "run"
     ckpts = out / "checkpoints"
-    train(make_cfg(demos, out, "trainer.max_steps=8", f"+callbacks.marks._target_=act.training.marks.WallClockCheckpoints",
-                   "+callbacks.marks.marks_min=[1,2]", f"+callbacks.marks.dirpath={ckpts}"))
+    train(
+        make_cfg(
+            demos,
+            out,
+            "trainer.max_steps=8",
+            "+callbacks.marks._target_=act.training.marks.WallClockCheckpoints",
+            "+callbacks.marks.marks_min=[1,2]",
+            f"+callbacks.marks.dirpath={ckpts}",
+        )
+    )
     marks = json.loads((ckpts / "marks.json").read_text())
     assert [m["minute"] for m in marks["marks"]] == [1.0, 2.0]
     assert [m["step"] for m in marks["marks"]] == [2, 4] and marks["final"]["step"] == 8
@@ -121,9 +148,12 @@ def test_marks_save_checkpoints_at_minutes_of_training(demos, tmp_path, monkeypa
 
 # -- the demo's budget -------------------------------------------------------------------------
 def demo_cfg(**demo):
-    return OmegaConf.create({"trainer": {"max_steps": 3600},
-                             "demo": {"budget_min": 45, "train_min": None, "steps_floor": 1000,
-                                      "steps_ceiling": 20000, **demo}})
+    return OmegaConf.create(
+        {
+            "trainer": {"max_steps": 3600},
+            "demo": {"budget_min": 45, "train_min": None, "steps_floor": 1000, "steps_ceiling": 20000, **demo},
+        }
+    )
 
 
 def test_demo_fits_its_steps_to_the_budget(tmp_path, monkeypatch):
@@ -175,10 +205,18 @@ def test_a_run_slower_than_planned_is_re_planned_to_end_by_its_deadline(demos, t
     monkeypatch.setattr(FitToBudget, "clock", staticmethod(lambda: float(next(clock))))
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"max_steps": 20, "why": "fits demo.budget_min=45"}))
-    cfg = make_cfg(demos, tmp_path / "run", "trainer.max_steps=20", "policy.lr_schedule=cosine",
-                   "policy.lr_warmup_steps=1", "+callbacks.fit._target_=act.training.fit_budget.FitToBudget",
-                   "+callbacks.fit.deadline=40", "+callbacks.fit.from_step=2", "+callbacks.fit.at_step=4",
-                   f"+callbacks.fit.plan_path={plan}")
+    cfg = make_cfg(
+        demos,
+        tmp_path / "run",
+        "trainer.max_steps=20",
+        "policy.lr_schedule=cosine",
+        "policy.lr_warmup_steps=1",
+        "+callbacks.fit._target_=act.training.fit_budget.FitToBudget",
+        "+callbacks.fit.deadline=40",
+        "+callbacks.fit.from_step=2",
+        "+callbacks.fit.at_step=4",
+        f"+callbacks.fit.plan_path={plan}",
+    )
     train(cfg)
     last = read_checkpoint(tmp_path / "run" / "checkpoints" / "last.ckpt")
     assert last["global_step"] == 10 and json.loads(plan.read_text())["max_steps"] == 10

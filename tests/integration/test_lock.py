@@ -13,11 +13,11 @@ import sys
 import time
 
 import pytest
+from helpers import ROOT, make_cfg, tiny_overrides
 
-from act.data.record import RecordSettings, record
 from act.apps.train import train
 from act.common.lock import LOCK_NAME, FolderInUseError, folder_lock
-from helpers import ROOT, make_cfg, tiny_overrides
+from act.data.record import RecordSettings, record
 
 HOLD = """
 import sys, time
@@ -34,8 +34,9 @@ def holder():
     procs = []
 
     def start(folder, writer="a training run"):
-        proc = subprocess.Popen([sys.executable, "-c", HOLD, str(folder), writer], cwd=ROOT, stdout=subprocess.PIPE,
-                                text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HOLD, str(folder), writer], cwd=ROOT, stdout=subprocess.PIPE, text=True
+        )
         procs.append(proc)
         assert proc.stdout.readline().strip() == "held"
         return proc
@@ -48,15 +49,19 @@ def holder():
 
 def in_use(folder, proc, writer: str) -> str:
     """The start of the message that refuses a second writer while ``proc`` holds ``folder``."""
-    return (rf"{folder} is in use by {writer} \(pid {proc.pid} on {re.escape(socket.gethostname())} since "
-            r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\); wait for it to finish, or ")
+    return (
+        rf"{folder} is in use by {writer} \(pid {proc.pid} on {re.escape(socket.gethostname())} since "
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\); wait for it to finish, or "
+    )
 
 
 def test_a_second_training_run_into_a_folder_in_use_is_refused(demos, tmp_path, holder):
     out = tmp_path / "run"
     first = holder(out)
-    with pytest.raises(FolderInUseError, match=in_use(out, first, "a training run") +
-                       r"give this run another out_dir \(hydra.run.dir\)$"):
+    with pytest.raises(
+        FolderInUseError,
+        match=in_use(out, first, "a training run") + r"give this run another out_dir \(hydra.run.dir\)$",
+    ):
         train(make_cfg(demos, out, "trainer.max_steps=2"))
     assert sorted(p.name for p in out.iterdir()) == [LOCK_NAME]  # nothing of the second run was written
 
@@ -67,8 +72,15 @@ def test_a_second_recording_into_a_folder_in_use_is_refused(tmp_path, holder):
     first = holder(folder, "a recording")
     pending = folder / ".seed_3.pending.hdf5"
     pending.write_bytes(b"the first recording's episode, being written")
-    settings = RecordSettings(task="transfer_cube", num_episodes=1, out_dir=folder, cameras=("top",),
-                              image_size=(24, 32), render_quality="fast", workers=0)
+    settings = RecordSettings(
+        task="transfer_cube",
+        num_episodes=1,
+        out_dir=folder,
+        cameras=("top",),
+        image_size=(24, 32),
+        render_quality="fast",
+        workers=0,
+    )
     with pytest.raises(FolderInUseError, match=in_use(folder, first, "a recording") + "record into another out_dir$"):
         record(settings)
     assert pending.is_file() and not list(folder.glob("episode_*.hdf5"))
@@ -94,8 +106,11 @@ def test_a_lock_left_by_a_killed_writer_is_taken_over_and_said(tmp_path, holder,
     first.wait()
     with caplog.at_level(logging.WARNING, logger="act.common.lock"), folder_lock(folder, "a training run", "x"):
         assert str(os.getpid()) in (folder / LOCK_NAME).read_text()
-    assert re.search(rf"{folder / LOCK_NAME}: a recording \(pid {first.pid} on .* since .*\) is gone; taking the "
-                     "folder over", caplog.text), caplog.text
+    assert re.search(
+        rf"{folder / LOCK_NAME}: a recording \(pid {first.pid} on .* since .*\) is gone; taking the "
+        "folder over",
+        caplog.text,
+    ), caplog.text
     assert not (folder / LOCK_NAME).exists()  # released cleanly: removed
     with caplog.at_level(logging.WARNING, logger="act.common.lock"), folder_lock(folder, "a training run", "x"):
         pass
@@ -104,12 +119,15 @@ def test_a_lock_left_by_a_killed_writer_is_taken_over_and_said(tmp_path, holder,
 
 def test_a_lock_left_on_another_machine_is_taken_over_with_a_caution(tmp_path, caplog):
     # On a shared folder whose filesystem keeps flock per machine, "gone" may only mean "not here".
-    (tmp_path / LOCK_NAME).write_text('{"writer": "a recording", "pid": 7, "host": "other-pc", "since": "2025-01-31 '
-                                      '10:02:03"}\n')
+    (tmp_path / LOCK_NAME).write_text(
+        '{"writer": "a recording", "pid": 7, "host": "other-pc", "since": "2025-01-31 10:02:03"}\n'
+    )
     with caplog.at_level(logging.WARNING, logger="act.common.lock"), folder_lock(tmp_path, "a recording", "x"):
         pass
-    assert "a recording (pid 7 on other-pc since 2025-01-31 10:02:03) is gone; taking the folder over; if it still " \
-           "runs there, stop one of the two: this filesystem's locks may not reach across machines" in caplog.text
+    assert (
+        "a recording (pid 7 on other-pc since 2025-01-31 10:02:03) is gone; taking the folder over; if it still "
+        "runs there, stop one of the two: this filesystem's locks may not reach across machines" in caplog.text
+    )
 
 
 def test_one_writer_may_lock_its_folder_again(tmp_path, holder):
@@ -137,12 +155,14 @@ def test_two_train_scripts_into_one_run_folder(demos, tmp_path):
     """The issue's case: two train.py with one hydra.run.dir both finished "done", each overwriting the other."""
     out = tmp_path / "run"
     command = [sys.executable, str(ROOT / "scripts" / "train.py"), *tiny_overrides(demos, out), f"hydra.run.dir={out}"]
-    first = subprocess.Popen([*command, "trainer.max_steps=100000"], cwd=tmp_path, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+    first = subprocess.Popen(
+        [*command, "trainer.max_steps=100000"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         wait_for_lock(out, first)
-        second = subprocess.run([*command, "trainer.max_steps=2"], cwd=tmp_path, capture_output=True, text=True,
-                                timeout=600)
+        second = subprocess.run(
+            [*command, "trainer.max_steps=2"], cwd=tmp_path, capture_output=True, text=True, timeout=600
+        )
         assert first.poll() is None, "the first run should still be training"
     finally:
         first.kill()
@@ -155,18 +175,25 @@ def test_two_train_scripts_into_one_run_folder(demos, tmp_path):
 def test_two_record_scripts_into_one_folder(tmp_path):
     """The issue's case: two record_demos.py into one out_dir crashed with FileNotFoundError tracebacks."""
     out = tmp_path / "demos"
-    command = [sys.executable, str(ROOT / "scripts" / "record_demos.py"), f"out_dir={out}", "workers=0",
-               "image_size=[24,32]", "render_quality=fast"]
-    first = subprocess.Popen([*command, "num_episodes=6"], cwd=tmp_path, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    command = [
+        sys.executable,
+        str(ROOT / "scripts" / "record_demos.py"),
+        f"out_dir={out}",
+        "workers=0",
+        "image_size=[24,32]",
+        "render_quality=fast",
+    ]
+    first = subprocess.Popen(
+        [*command, "num_episodes=6"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         wait_for_lock(out, first)
-        second = subprocess.run([*command, "num_episodes=2"], cwd=tmp_path, capture_output=True, text=True,
-                                timeout=600)
+        second = subprocess.run([*command, "num_episodes=2"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
         first.communicate(timeout=900)
     finally:
         first.kill()
     assert second.returncode == 2 and "Traceback" not in second.stderr
-    assert re.fullmatch("error: " + in_use(out, first, "a recording") + "record into another out_dir\n",
-                        second.stderr), second.stderr
+    assert re.fullmatch(
+        "error: " + in_use(out, first, "a recording") + "record into another out_dir\n", second.stderr
+    ), second.stderr
     assert first.returncode == 0 and len(list(out.glob("episode_*.hdf5"))) == 6  # the first was not disturbed

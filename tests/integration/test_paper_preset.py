@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 
 import pytest
+from helpers import PAPER_HW, paper_cfg, run_eval
 
+from act.apps.train import train
 from act.model.checkpoint import load_network
 from act.training.resume import checkpoint_step
-from act.apps.train import train
-from helpers import PAPER_HW, paper_cfg, run_eval
 
 
 @pytest.mark.slow
@@ -22,8 +22,15 @@ def test_paper_preset_trains_and_evaluates_at_full_size_on_the_cpu(paper_size_de
     net = load_network(ckpt)
     assert net.image_size == PAPER_HW and net.chunk_size == 100 and net.config.hidden_dim == 512
     assert net.config.ff_dim == 3200 and net.config.enc_layers == 4 and net.model.num_tokens(PAPER_HW) == 302
-    evaluation, line = run_eval(f"ckpt_path={ckpt}", "num_episodes=2", "batch_envs=2", "episode_len=20",
-                                "num_videos=0", "device=cpu", f"out_dir={tmp_path / 'eval'}")
+    evaluation, line = run_eval(
+        f"ckpt_path={ckpt}",
+        "num_episodes=2",
+        "batch_envs=2",
+        "episode_len=20",
+        "num_videos=0",
+        "device=cpu",
+        f"out_dir={tmp_path / 'eval'}",
+    )
     assert evaluation["image_size"] == list(PAPER_HW) and evaluation["device"] == "cpu"
     # Temporal ensembling (m = 0.01) queries every tick: 20 batched queries, counted for both episodes.
     assert evaluation["latency_ms_per_query"]["queries"] == 2 * 20 and "transfer_cube: success" in line

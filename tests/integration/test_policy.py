@@ -112,8 +112,10 @@ def test_ensembling_rejects_bad_input():
 
 def _observation(policy: ACTPolicy, qpos=None):
     h, w = policy.image_size
-    return {"qpos": np.zeros(14) if qpos is None else qpos,
-            "images": {cam: np.zeros((h, w, 3), np.uint8) for cam in policy.camera_names}}
+    return {
+        "qpos": np.zeros(14) if qpos is None else qpos,
+        "images": {cam: np.zeros((h, w, 3), np.uint8) for cam in policy.camera_names},
+    }
 
 
 def test_chunked_mode_plays_in_order_and_requeries_on_schedule(tiny_checkpoint):
@@ -158,14 +160,21 @@ def test_policy_outputs_are_deterministic(tiny_checkpoint):
     assert chunk.shape == (10, 14) and np.all(np.isfinite(chunk))
 
 
-@pytest.mark.parametrize("options", [{"temporal_ensemble_coeff": 0.01}, {"n_action_steps": 4},
-                                     {"temporal_ensemble_coeff": 0.01, "n_action_steps": 3}])
+@pytest.mark.parametrize(
+    "options",
+    [{"temporal_ensemble_coeff": 0.01}, {"n_action_steps": 4}, {"temporal_ensemble_coeff": 0.01, "n_action_steps": 3}],
+)
 def test_side_by_side_episodes_equal_separate_ones(tiny_checkpoint, options):
     rng = np.random.default_rng(0)
     policy = ACTPolicy.load(tiny_checkpoint, **options)
     h, w = policy.image_size
-    streams = [[{"qpos": rng.normal(size=14), "images": {"top": rng.integers(0, 255, (h, w, 3), dtype=np.uint8)}}
-                for _ in range(6)] for _ in range(3)]
+    streams = [
+        [
+            {"qpos": rng.normal(size=14), "images": {"top": rng.integers(0, 255, (h, w, 3), dtype=np.uint8)}}
+            for _ in range(6)
+        ]
+        for _ in range(3)
+    ]
     separate = []
     for stream in streams:
         policy.reset()
@@ -181,20 +190,23 @@ def test_side_by_side_episodes_equal_separate_ones(tiny_checkpoint, options):
             if action is not None:
                 together[i].append(action)
     for i in range(3):
-        np.testing.assert_allclose(np.array(together[i]), np.array(separate[i][:len(together[i])]), atol=1e-5)
+        np.testing.assert_allclose(np.array(together[i]), np.array(separate[i][: len(together[i])]), atol=1e-5)
     with pytest.raises(ValueError, match="use select_actions"):
         policy.select_action(streams[0][0])
     with pytest.raises(ValueError, match="expected 3 observations"):
         policy.select_actions(streams[0][:2])
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda o: o["images"].pop("top"), r"lacks camera\(s\) \['top'\]"),
-    (lambda o: o["images"].__setitem__("top", np.zeros((48, 64, 3), np.uint8)), "32x32x3 uint8"),
-    (lambda o: o["images"].__setitem__("top", np.zeros((32, 32, 3), np.float32)), "uint8"),
-    (lambda o: o.__setitem__("qpos", np.zeros(16)), r"shape \(14,\)"),
-    (lambda o: o.__setitem__("qpos", np.full(14, np.nan)), "NaN"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda o: o["images"].pop("top"), r"lacks camera\(s\) \['top'\]"),
+        (lambda o: o["images"].__setitem__("top", np.zeros((48, 64, 3), np.uint8)), "32x32x3 uint8"),
+        (lambda o: o["images"].__setitem__("top", np.zeros((32, 32, 3), np.float32)), "uint8"),
+        (lambda o: o.__setitem__("qpos", np.zeros(16)), r"shape \(14,\)"),
+        (lambda o: o.__setitem__("qpos", np.full(14, np.nan)), "NaN"),
+    ],
+)
 def test_observation_mismatches_raise(tiny_checkpoint, change, message):
     policy = ACTPolicy.load(tiny_checkpoint)
     obs = _observation(policy)
@@ -221,5 +233,6 @@ def test_warm_up_runs_the_network_and_leaves_the_episode_alone(tiny_checkpoint):
     warmed.predictor = lambda qpos, images: calls.append(len(qpos)) or network(qpos, images)
     warmed.warm_up((1, 3), repeats=2)
     assert calls == [1, 1, 3, 3] and warmed.queries == 0
-    np.testing.assert_array_equal([warmed.select_action(obs) for _ in range(3)],
-                                  [fresh.select_action(obs) for _ in range(3)])
+    np.testing.assert_array_equal(
+        [warmed.select_action(obs) for _ in range(3)], [fresh.select_action(obs) for _ in range(3)]
+    )

@@ -5,16 +5,15 @@ test runs the real loop on the MuJoCo sim for a few ticks."""
 
 from __future__ import annotations
 
-
 import dm_env
 import numpy as np
 import pytest
+from helpers import IMAGE, FakeClock, TimedInference
 
+from act.envs import make_env
 from act.runtime.policy import ACTPolicy
 from act.runtime.realtime import TICK_S, Inference, run_robot_episode, summarize_realtime
 from act.runtime.robot import AlohaRobot, SimRobot
-from act.envs import make_env
-from helpers import IMAGE, FakeClock, TimedInference
 
 ALOHA_CAMERAS = ("cam_high", "cam_low", "cam_left_wrist", "cam_right_wrist")
 
@@ -29,8 +28,12 @@ class FakeAlohaEnv:
 
     def _observation(self):
         rng = np.random.default_rng(len(self.actions))
-        return {"qpos": self.qpos.copy(), "qvel": np.zeros(14), "effort": np.zeros(14),
-                "images": {cam: rng.integers(0, 256, (*self.size, 3), dtype=np.uint8) for cam in ALOHA_CAMERAS}}
+        return {
+            "qpos": self.qpos.copy(),
+            "qvel": np.zeros(14),
+            "effort": np.zeros(14),
+            "images": {cam: rng.integers(0, 256, (*self.size, 3), dtype=np.uint8) for cam in ALOHA_CAMERAS},
+        }
 
     def reset(self, fake=False):
         self.actions = []
@@ -44,8 +47,9 @@ class FakeAlohaEnv:
 
 @pytest.fixture
 def sim_robot():
-    env = make_env("transfer_cube", "joint", cameras=["top"], image_size=(IMAGE, IMAGE), render_quality="fast",
-                   episode_len=40)
+    env = make_env(
+        "transfer_cube", "joint", cameras=["top"], image_size=(IMAGE, IMAGE), render_quality="fast", episode_len=40
+    )
     return SimRobot(env, ["top"])
 
 
@@ -53,8 +57,9 @@ def sim_robot():
 def test_async_loop_keeps_every_tick_sync_loop_misses_them(tiny_checkpoint, sim_robot, latency_ms):
     reports = {}
     for asynchronous in (True, False):
-        policy = ACTPolicy.load(tiny_checkpoint, temporal_ensemble_coeff=0.01, n_action_steps=3,
-                                asynchronous=asynchronous)
+        policy = ACTPolicy.load(
+            tiny_checkpoint, temporal_ensemble_coeff=0.01, n_action_steps=3, asynchronous=asynchronous
+        )
         clock = FakeClock()
         inference = TimedInference(policy, clock, latency_ms / 1000)
         reports[asynchronous] = run_robot_episode(sim_robot, policy, inference, 40, seed=0, clock=clock)
@@ -118,5 +123,3 @@ def test_aloha_adapter_checks_cameras_and_commands():
         robot.command(np.zeros(14), 0)
     with pytest.raises(ValueError, match="finite"):
         robot.command(np.full(14, np.nan), 1)
-
-

@@ -8,23 +8,31 @@ from dataclasses import asdict
 import h5py
 import numpy as np
 import pytest
+from helpers import CONFIGS
 from hydra import compose, initialize_config_dir
 
+import act.apps.rollout as scripted_rollout
 from act.apps.record import settings_from_cfg
 from act.data.episodes import EpisodeIndex
 from act.data.inspect import format_summary, validate
 from act.data.inspect import summary as inspect_summary
-from act.data.record import RecordSettings, recording_summary, record, record_with_bar
+from act.data.record import RecordSettings, record, record_with_bar, recording_summary
 from act.data.schema import list_episode_files, write_episode
-import act.apps.rollout as scripted_rollout
 from act.envs.experts import ScriptedSettings
 from act.envs.human_like import HumanLikeSettings
-from helpers import CONFIGS
 
 
 def settings(out_dir, num_episodes, task="transfer_cube", **kwargs):
-    return RecordSettings(task=task, num_episodes=num_episodes, out_dir=out_dir, cameras=("top",),
-                          image_size=(24, 32), render_quality="fast", workers=0, **kwargs)
+    return RecordSettings(
+        task=task,
+        num_episodes=num_episodes,
+        out_dir=out_dir,
+        cameras=("top",),
+        image_size=(24, 32),
+        render_quality="fast",
+        workers=0,
+        **kwargs,
+    )
 
 
 def test_record_then_resume_keeps_existing_episodes(tmp_path):
@@ -85,26 +93,47 @@ def test_refuses_a_folder_of_another_task(tmp_path):
     with pytest.raises(ValueError, match="'transfer_cube'.*another out_dir"):
         record(settings(tmp_path, 2, task="insertion"))
     with pytest.raises(ValueError, match="cameras"):
-        record(RecordSettings(task="transfer_cube", num_episodes=2, out_dir=tmp_path, cameras=("top",),
-                              image_size=(48, 64), render_quality="fast", workers=0))
+        record(
+            RecordSettings(
+                task="transfer_cube",
+                num_episodes=2,
+                out_dir=tmp_path,
+                cameras=("top",),
+                image_size=(48, 64),
+                render_quality="fast",
+                workers=0,
+            )
+        )
     with pytest.raises(ValueError, match="rendered at quality 'fast'.*render_quality=fast"):
-        record(RecordSettings(task="transfer_cube", num_episodes=2, out_dir=tmp_path, cameras=("top",),
-                              image_size=(24, 32), render_quality="paper", workers=0))
+        record(
+            RecordSettings(
+                task="transfer_cube",
+                num_episodes=2,
+                out_dir=tmp_path,
+                cameras=("top",),
+                image_size=(24, 32),
+                render_quality="paper",
+                workers=0,
+            )
+        )
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(task="stack"), "transfer_cube"),
-    (dict(compression="zstd"), "gzip"),
-    (dict(cameras=("top", "roof")), "roof"),
-    (dict(cameras=()), "at least one camera"),
-    (dict(num_episodes=0), "num_episodes"),
-    (dict(image_size=(0, 10)), "image_size"),
-    (dict(num_episodes=2.5), "num_episodes must be an integer, got 2.5"),
-    (dict(workers=-1), "workers must be >= 0, got -1"),
-    (dict(seed=True), "seed must be an integer, got True"),
-    (dict(cameras="top"), r"cameras must be a list like cameras=\[top\], got 'top'"),
-    (dict(render_quality="ugly"), "unknown render_quality 'ugly'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(task="stack"), "transfer_cube"),
+        (dict(compression="zstd"), "gzip"),
+        (dict(cameras=("top", "roof")), "roof"),
+        (dict(cameras=()), "at least one camera"),
+        (dict(num_episodes=0), "num_episodes"),
+        (dict(image_size=(0, 10)), "image_size"),
+        (dict(num_episodes=2.5), "num_episodes must be an integer, got 2.5"),
+        (dict(workers=-1), "workers must be >= 0, got -1"),
+        (dict(seed=True), "seed must be an integer, got True"),
+        (dict(cameras="top"), r"cameras must be a list like cameras=\[top\], got 'top'"),
+        (dict(render_quality="ugly"), "unknown render_quality 'ugly'"),
+    ],
+)
 def test_bad_settings(tmp_path, kwargs, message):
     base = dict(task="transfer_cube", num_episodes=2, out_dir=tmp_path)
     with pytest.raises(ValueError, match=message):
@@ -114,8 +143,6 @@ def test_bad_settings(tmp_path, kwargs, message):
 def test_gives_up_after_max_attempts(tmp_path):
     with pytest.raises(RuntimeError, match="max_attempts=1"):
         record(settings(tmp_path, 2, max_attempts=1))
-
-
 
 
 # -- the expert that records (issue 32): named in every episode, never mixed in one folder -----------------------
@@ -133,8 +160,11 @@ def test_human_like_episodes_name_their_expert_and_pass_the_validator(human_like
     index = EpisodeIndex(folder)
     for info in index.episodes:
         assert info.attrs["expert"] == "human_like"
-        assert json.loads(info.attrs["expert_settings"]) == {"name": "human_like", **asdict(HumanLikeSettings()),
-                                                             "pause_ticks": [10, 40]}
+        assert json.loads(info.attrs["expert_settings"]) == {
+            "name": "human_like",
+            **asdict(HumanLikeSettings()),
+            "pause_ticks": [10, 40],
+        }
         choices = json.loads(info.attrs["expert_choices"])
         assert choices["meeting_point"] in (0, 1) and len(choices["pauses"]) == 2
     assert summary["expert"] == "human_like" and summary["expert_settings"]["pauses"] == 2
@@ -159,19 +189,27 @@ def test_human_like_episodes_survive_the_lerobot_round_trip(human_like_demos, tm
 
 def test_refuses_a_folder_of_another_expert(tmp_path):
     record(settings(tmp_path, 1))
-    with pytest.raises(ValueError, match=r"demonstrations of the scripted expert \(e.g. episode_0.hdf5\), not the "
-                                         r"human_like expert; record into another out_dir \(e.g. .*_human_like\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"demonstrations of the scripted expert \(e.g. episode_0.hdf5\), not the "
+        r"human_like expert; record into another out_dir \(e.g. .*_human_like\)",
+    ):
         record(settings(tmp_path, 2, expert=HumanLikeSettings()))
     assert [p.name for p in tmp_path.glob("episode_*")] == ["episode_0.hdf5"]
 
 
-@pytest.mark.parametrize("overrides, expected", [
-    ([], ScriptedSettings()),
-    (["expert.noise=0.02"], ScriptedSettings(noise=0.02)),
-    (["expert=human_like"], HumanLikeSettings()),
-    (["expert=human_like", "expert.meeting_points=1", "expert.pause_ticks=[5,8]"],
-     HumanLikeSettings(meeting_points=1, pause_ticks=(5, 8))),
-])
+@pytest.mark.parametrize(
+    "overrides, expected",
+    [
+        ([], ScriptedSettings()),
+        (["expert.noise=0.02"], ScriptedSettings(noise=0.02)),
+        (["expert=human_like"], HumanLikeSettings()),
+        (
+            ["expert=human_like", "expert.meeting_points=1", "expert.pause_ticks=[5,8]"],
+            HumanLikeSettings(meeting_points=1, pause_ticks=(5, 8)),
+        ),
+    ],
+)
 def test_record_demos_takes_the_expert_from_its_config_group(overrides, expected):
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("record_demos", overrides=overrides)
@@ -187,8 +225,10 @@ def test_impossible_expert_settings_name_the_setting():
 
 def test_scripted_rollout_measures_the_human_like_expert(tmp_path):
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        cfg = compose("scripted_rollout", overrides=["expert=human_like", "num_episodes=2", "seed=1",
-                                                     "num_videos=0", f"out_dir={tmp_path}"])
+        cfg = compose(
+            "scripted_rollout",
+            overrides=["expert=human_like", "num_episodes=2", "seed=1", "num_videos=0", f"out_dir={tmp_path}"],
+        )
     metrics = scripted_rollout.main(cfg)
     assert metrics["expert"]["name"] == "human_like" and metrics["seeds"] == [1, 2]
     assert all(len(e["expert_choices"]["pauses"]) == 2 for e in metrics["episodes"])

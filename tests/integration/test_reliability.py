@@ -18,18 +18,18 @@ from pathlib import Path
 import h5py
 import pytest
 import torch
+from helpers import CONFIGS, ROOT, NaNQposAt, checkpoint_is_finite, eval_cfg, make_cfg, tiny_overrides
 from hydra import compose, initialize_config_dir
 
-from act.training.callbacks import CheckpointSaveError, DivergenceError, SafeCheckpointIO
+from act.apps.evaluate import build_spec
+from act.apps.train import train
 from act.data.episodes import DatasetError
 from act.data.inspect import validate
 from act.data.record import RecordSettings, record
-from act.apps.evaluate import build_spec
 from act.runtime.policy import ACTPolicy
+from act.training.callbacks import CheckpointSaveError, DivergenceError, SafeCheckpointIO
 from act.training.module import read_checkpoint
-from act.apps.train import train
 from act.training.run import ConfigError
-from helpers import CONFIGS, ROOT, NaNQposAt, checkpoint_is_finite, eval_cfg, make_cfg, tiny_overrides
 
 
 @pytest.fixture
@@ -39,7 +39,7 @@ def bad_checkpoints(tiny_checkpoint, tmp_path):
     text.write_text("not a checkpoint\n")
     data = tiny_checkpoint.read_bytes()
     truncated = tmp_path / "truncated.ckpt"
-    truncated.write_bytes(data[:len(data) // 2])
+    truncated.write_bytes(data[: len(data) // 2])
     pickled = tmp_path / "object.ckpt"
     torch.save({"state_dict": {}, "hyper_parameters": {}, "callback": CheckpointSaveError("x")}, pickled)
     plain = tmp_path / "plain.ckpt"
@@ -49,9 +49,11 @@ def bad_checkpoints(tiny_checkpoint, tmp_path):
 
 def test_unreadable_checkpoints_are_named_without_unsafe_advice(bad_checkpoints, demos, tmp_path):
     for path in bad_checkpoints:
-        for attempt in (lambda: read_checkpoint(path),
-                        lambda: build_spec(eval_cfg(f"ckpt_path={path}")),
-                        lambda: train(make_cfg(demos, tmp_path / "run", "trainer.max_steps=2", f"ckpt_path={path}"))):
+        for attempt in (
+            lambda: read_checkpoint(path),
+            lambda: build_spec(eval_cfg(f"ckpt_path={path}")),
+            lambda: train(make_cfg(demos, tmp_path / "run", "trainer.max_steps=2", f"ckpt_path={path}")),
+        ):
             with pytest.raises(ValueError, match=f"{path} is not a readable checkpoint") as err:
                 attempt()
             assert "weights_only" not in str(err.value) and "\n" not in str(err.value)
@@ -59,19 +61,23 @@ def test_unreadable_checkpoints_are_named_without_unsafe_advice(bad_checkpoints,
 
 
 def test_eval_refuses_another_task_unless_asked(tiny_checkpoint, monkeypatch):
-    with pytest.raises(ValueError, match="task=insertion but .* was trained on transfer_cube: drop task= .* "
-                                         "allow_task_mismatch=true"):
+    with pytest.raises(
+        ValueError, match="task=insertion but .* was trained on transfer_cube: drop task= .* allow_task_mismatch=true"
+    ):
         build_spec(eval_cfg(f"ckpt_path={tiny_checkpoint}", "task=insertion"))
     spec, described = build_spec(eval_cfg(f"ckpt_path={tiny_checkpoint}", "task=insertion", "allow_task_mismatch=true"))
     assert spec.task == "insertion" and described["trained_on"] == "transfer_cube"
     assert build_spec(eval_cfg(f"ckpt_path={tiny_checkpoint}"))[0].task == "transfer_cube"
 
 
-@pytest.mark.parametrize("override, message", [
-    ("video_camera=roof", "video_camera='roof' is unknown; valid: top, angle"),
-    ("video_size=[240,0]", r"video_size must be two positive integers \[height, width\], got \[240, 0\]"),
-    ("env.backend=mujoco", "env.backend='mujoco' is unknown; valid: native, gym_aloha"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("video_camera=roof", "video_camera='roof' is unknown; valid: top, angle"),
+        ("video_size=[240,0]", r"video_size must be two positive integers \[height, width\], got \[240, 0\]"),
+        ("env.backend=mujoco", "env.backend='mujoco' is unknown; valid: native, gym_aloha"),
+    ],
+)
 def test_eval_settings_are_checked_before_the_policy_is_built(tiny_checkpoint, monkeypatch, override, message):
     def never(*args, **kwargs):
         raise AssertionError("the policy was built before the settings were checked")
@@ -88,10 +94,20 @@ def test_eval_checks_the_backend_against_the_policy_it_loaded(tiny_checkpoint):
 
 
 def test_resume_with_another_chunk_size_names_the_setting(tiny_checkpoint, demos, tmp_path):
-    with pytest.raises(ConfigError, match=r"cannot resume from .*last.ckpt: policy.model.chunk_size=10 in the checkpoint, "
-                                          r"8 here; resume with the checkpoint's settings \(policy.model.chunk_size=10\)"):
-        train(make_cfg(demos, tmp_path / "run", "trainer.max_steps=6", "policy.model.chunk_size=8",
-                       f"ckpt_path={tiny_checkpoint}"))
+    with pytest.raises(
+        ConfigError,
+        match=r"cannot resume from .*last.ckpt: policy.model.chunk_size=10 in the checkpoint, "
+        r"8 here; resume with the checkpoint's settings \(policy.model.chunk_size=10\)",
+    ):
+        train(
+            make_cfg(
+                demos,
+                tmp_path / "run",
+                "trainer.max_steps=6",
+                "policy.model.chunk_size=8",
+                f"ckpt_path={tiny_checkpoint}",
+            )
+        )
 
 
 def test_bad_data_settings_and_corrupt_episodes_are_config_errors(demos, tmp_path):
@@ -100,8 +116,11 @@ def test_bad_data_settings_and_corrupt_episodes_are_config_errors(demos, tmp_pat
     broken = tmp_path / "broken"
     shutil.copytree(demos, broken)
     (broken / "episode_1.hdf5").write_bytes(b"garbage")
-    with pytest.raises(ConfigError, match=r"episode_1.hdf5: not a readable HDF5 file.*; move that file out of .*"
-                                          r"record_demos.py .* it renames a damaged file \*.corrupt"):
+    with pytest.raises(
+        ConfigError,
+        match=r"episode_1.hdf5: not a readable HDF5 file.*; move that file out of .*"
+        r"record_demos.py .* it renames a damaged file \*.corrupt",
+    ):
         train(make_cfg(broken, tmp_path / "run"))
 
 
@@ -111,8 +130,11 @@ def test_a_folder_of_two_tasks_is_refused_before_training(demos, tmp_path):
     shutil.copytree(demos, mixed)
     with h5py.File(mixed / "episode_2.hdf5", "a") as root:
         root.attrs["task"] = "insertion"
-    with pytest.raises(ConfigError, match=r"the episodes in .*mixed mix tasks 'transfer_cube' \(e.g. episode_0.hdf5\) "
-                                          r"and 'insertion' \(e.g. episode_2.hdf5\): train on a folder of one task's"):
+    with pytest.raises(
+        ConfigError,
+        match=r"the episodes in .*mixed mix tasks 'transfer_cube' \(e.g. episode_0.hdf5\) "
+        r"and 'insertion' \(e.g. episode_2.hdf5\): train on a folder of one task's",
+    ):
         train(make_cfg(mixed, tmp_path / "run", "trainer.max_steps=0"))
 
 
@@ -122,8 +144,10 @@ def test_corrupt_joint_values_are_refused_before_training_naming_the_file(demos,
     shutil.copytree(demos, corrupt)
     with h5py.File(corrupt / "episode_1.hdf5", "a") as root:
         root["observations/qpos"][12, 5] = 760537.0
-    message = (rf"{corrupt}/episode_1.hdf5: qpos has 1 value\(s\) outside the ALOHA joint range widened by one turn, "
-               r"e.g. 760537 at step 12 for left wrist rotate \(allowed -9.42..9.42\)")
+    message = (
+        rf"{corrupt}/episode_1.hdf5: qpos has 1 value\(s\) outside the ALOHA joint range widened by one turn, "
+        r"e.g. 760537 at step 12 for left wrist rotate \(allowed -9.42..9.42\)"
+    )
     with pytest.raises(DatasetError, match=message + ": the file is corrupt; replace it .* or move it out of "):
         train(make_cfg(corrupt, tmp_path / "run", "trainer.max_steps=0"))
     assert any(re.match(message, problem) for problem in validate(corrupt))  # inspect_dataset.py validate too
@@ -145,8 +169,10 @@ def test_one_episode_dataset_warns_before_training(demos, tmp_path, capsys):
     shutil.copy(demos / "episode_0.hdf5", single)
     with pytest.raises(ConfigError, match="max_steps"):  # fails just after the data checks
         train(make_cfg(single, tmp_path / "run", "trainer.max_steps=0"))
-    assert "holds 1 episode(s) and data.val_fraction=0.2: no validation split, so no val/l1 and no best " \
-           "checkpoint" in capsys.readouterr().err
+    assert (
+        "holds 1 episode(s) and data.val_fraction=0.2: no validation split, so no val/l1 and no best "
+        "checkpoint" in capsys.readouterr().err
+    )
 
 
 def test_unwritable_run_folders_fail_before_training(demos, tmp_path):
@@ -174,9 +200,12 @@ def test_a_failing_checkpoint_save_stops_the_run(demos, tmp_path, monkeypatch):
         return real_open(file, mode, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "open", read_only_checkpoints)
-    with pytest.raises(CheckpointSaveError, match=r"could not save checkpoint .*checkpoints/.*\.ckpt: Permission "
-                                                  r"denied \([\d.]+ MB free in .*checkpoints, the checkpoint needs "
-                                                  r"about [\d.]+ MB\); make .*checkpoints writable"):
+    with pytest.raises(
+        CheckpointSaveError,
+        match=r"could not save checkpoint .*checkpoints/.*\.ckpt: Permission "
+        r"denied \([\d.]+ MB free in .*checkpoints, the checkpoint needs "
+        r"about [\d.]+ MB\); make .*checkpoints writable",
+    ):
         train(make_cfg(demos, out, "trainer.max_steps=2", "trainer.val_check_interval=1"))
     monkeypatch.undo()
     assert list((out / "checkpoints").iterdir()) == []
@@ -186,13 +215,23 @@ def test_a_diverging_run_stops_with_one_line_and_writes_no_nan_checkpoint(demos,
     # The issue's run: at lr=1e9 training went on at train/loss=nan, exited 0 and named a NaN checkpoint best.
     out = tmp_path / "run"
     with pytest.raises(DivergenceError) as err:
-        train(make_cfg(demos, out, "trainer.max_steps=12", "trainer.val_check_interval=4",
-                       "callbacks.periodic.every_n_train_steps=4", "policy.optimizer.lr=1e9"))
+        train(
+            make_cfg(
+                demos,
+                out,
+                "trainer.max_steps=12",
+                "trainer.val_check_interval=4",
+                "callbacks.periodic.every_n_train_steps=4",
+                "policy.optimizer.lr=1e9",
+            )
+        )
     message = str(err.value)
-    assert re.fullmatch(r"training diverged at step (\d+): the loss is nan; last finite loss [\d.e+]+ at step \d+\. "
-                        r"Likely causes: a learning rate too high \(now 1e\+09/0\.0003: lower policy\.optimizer\.lr / "
-                        r"policy\.lr_backbone\) or NaN/inf values in the data; checkpoints saved before step \1 are kept",
-                        message), message
+    assert re.fullmatch(
+        r"training diverged at step (\d+): the loss is nan; last finite loss [\d.e+]+ at step \d+\. "
+        r"Likely causes: a learning rate too high \(now 1e\+09/0\.0003: lower policy\.optimizer\.lr / "
+        r"policy\.lr_backbone\) or NaN/inf values in the data; checkpoints saved before step \1 are kept",
+        message,
+    ), message
     saved = list((out / "checkpoints").glob("*.ckpt"))
     assert all(checkpoint_is_finite(path) for path in saved), saved
     assert not [p for p in saved if "nan" in p.name or p.name == "interrupted.ckpt"], saved
@@ -201,11 +240,23 @@ def test_a_diverging_run_stops_with_one_line_and_writes_no_nan_checkpoint(demos,
 def test_nan_in_the_data_stops_the_run_and_keeps_the_last_good_checkpoint(demos, tmp_path):
     out = tmp_path / "run"
     folder = out / "checkpoints"
-    with pytest.raises(DivergenceError, match=r"training diverged at step 5: the loss is nan; last finite loss "
-                                              r"[\d.]+ at step 4\. Likely causes: .* or NaN/inf values in the data"):
-        train(make_cfg(demos, out, "trainer.max_steps=8", "trainer.val_check_interval=2",
-                       "callbacks.periodic.every_n_train_steps=2", "+callbacks.nan._target_=helpers.NaNQposAt",
-                       "+callbacks.nan.step=4", f"+callbacks.nan.folder={folder}"))
+    with pytest.raises(
+        DivergenceError,
+        match=r"training diverged at step 5: the loss is nan; last finite loss "
+        r"[\d.]+ at step 4\. Likely causes: .* or NaN/inf values in the data",
+    ):
+        train(
+            make_cfg(
+                demos,
+                out,
+                "trainer.max_steps=8",
+                "trainer.val_check_interval=2",
+                "callbacks.periodic.every_n_train_steps=2",
+                "+callbacks.nan._target_=helpers.NaNQposAt",
+                "+callbacks.nan.step=4",
+                f"+callbacks.nan.folder={folder}",
+            )
+        )
     # The checkpoints of steps 2 and 4 are exactly as they were when the NaN arrived: no rescue, no new save.
     after = {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir()}
     assert after == NaNQposAt.files_then and {"step2.ckpt", "step4.ckpt", "last.ckpt"} <= set(after)
@@ -220,47 +271,78 @@ def test_the_interrupted_rescue_never_saves_non_finite_weights(demos, tmp_path, 
     handler = signal.getsignal(signal.SIGINT)
     try:
         with pytest.raises(SystemExit):  # Lightning turns Ctrl-C into a checkpoint hook + exit(1)
-            train(make_cfg(demos, out, "trainer.max_steps=6", "policy.optimizer.lr=1e9", "~callbacks.stop_on_divergence",
-                           "+callbacks.cut._target_=helpers.InterruptAt", "+callbacks.cut.step=3"))
+            train(
+                make_cfg(
+                    demos,
+                    out,
+                    "trainer.max_steps=6",
+                    "policy.optimizer.lr=1e9",
+                    "~callbacks.stop_on_divergence",
+                    "+callbacks.cut._target_=helpers.InterruptAt",
+                    "+callbacks.cut.step=3",
+                )
+            )
     finally:
         signal.signal(signal.SIGINT, handler)  # Lightning ignores further Ctrl-C after the first
     assert not (out / "checkpoints" / "interrupted.ckpt").exists()
-    assert f"KeyboardInterrupt at step 3: the weights are not finite, so no {out}/checkpoints/interrupted.ckpt was " \
-           "saved" in capsys.readouterr().err
+    assert (
+        f"KeyboardInterrupt at step 3: the weights are not finite, so no {out}/checkpoints/interrupted.ckpt was "
+        "saved" in capsys.readouterr().err
+    )
 
 
 def test_a_non_finite_gradient_stops_the_run_before_the_optimizer_step(demos, tmp_path):
     # The loss is finite; clipping would have spread the one inf gradient as NaN into every weight.
     out = tmp_path / "run"
-    with pytest.raises(DivergenceError, match=r"training diverged at step 3: the gradient norm is inf \(the loss "
-                                              r"[\d.]+\); last finite loss [\d.]+ at step 2\."):
-        train(make_cfg(demos, out, "trainer.max_steps=6", "callbacks.periodic.every_n_train_steps=2",
-                       "+callbacks.inf._target_=helpers.InfGradientAt", "+callbacks.inf.step=2"))
+    with pytest.raises(
+        DivergenceError,
+        match=r"training diverged at step 3: the gradient norm is inf \(the loss "
+        r"[\d.]+\); last finite loss [\d.]+ at step 2\.",
+    ):
+        train(
+            make_cfg(
+                demos,
+                out,
+                "trainer.max_steps=6",
+                "callbacks.periodic.every_n_train_steps=2",
+                "+callbacks.inf._target_=helpers.InfGradientAt",
+                "+callbacks.inf.step=2",
+            )
+        )
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step2.ckpt"]
     assert checkpoint_is_finite(out / "checkpoints" / "step2.ckpt")
 
 
 def test_a_nan_validation_loss_is_never_ranked_best(demos, tmp_path, capsys):
     out = tmp_path / "run"
-    metrics = train(make_cfg(demos, out, "trainer.max_steps=4", "trainer.val_check_interval=2",
-                             "+callbacks.nan._target_=helpers.NaNValidation"))
+    metrics = train(
+        make_cfg(
+            demos,
+            out,
+            "trainer.max_steps=4",
+            "trainer.val_check_interval=2",
+            "+callbacks.nan._target_=helpers.NaNValidation",
+        )
+    )
     assert not list((out / "checkpoints").glob("best-*.ckpt")) and "best_ckpt" not in metrics
     assert (out / "checkpoints" / "last.ckpt").is_file()  # training itself was fine
     assert "warning: val/l1 is nan at step 2: not ranked, no best checkpoint from it" in capsys.readouterr().err
 
 
 def test_train_script_reports_divergence_as_one_error_line(run_script, demos, tmp_path):
-    proc = run_script("train", *tiny_overrides(demos, tmp_path / "run"), "trainer.max_steps=6",
-                      "policy.optimizer.lr=1e9", check=False)
+    proc = run_script(
+        "train", *tiny_overrides(demos, tmp_path / "run"), "trainer.max_steps=6", "policy.optimizer.lr=1e9", check=False
+    )
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert proc.stderr.strip().splitlines()[-1].startswith("error: training diverged at step "), proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr and "done:" not in proc.stdout
 
 
 def test_demo_reports_divergence_as_one_error_line(demos, tmp_path, capsys):
+    from helpers import demo_overrides
+
     from act.apps import demo
     from act.apps.cli import run_main
-    from helpers import demo_overrides
 
     data = tmp_path / "data"
     shutil.copytree(demos, data)  # two of its three demos are used: nothing is recorded
@@ -293,9 +375,12 @@ def test_a_save_that_cannot_be_written_names_path_free_space_and_size(tmp_path):
     checkpoint = {"state_dict": {"w": torch.zeros(1_000_000)}, "optimizer_states": [{"m": torch.zeros(500_000)}]}
     with file_size_limit(1_000_000), pytest.raises(CheckpointSaveError) as err:
         SafeCheckpointIO().save_checkpoint(checkpoint, path)
-    assert re.fullmatch(rf"could not save checkpoint {path}: File too large \([\d.]+ MB free in {path.parent}, the "
-                        r"checkpoint needs about 6\.0 MB\); raise this shell's file-size limit \(ulimit -f\), then "
-                        r"resume from its last checkpoint", str(err.value)), str(err.value)
+    assert re.fullmatch(
+        rf"could not save checkpoint {path}: File too large \([\d.]+ MB free in {path.parent}, the "
+        r"checkpoint needs about 6\.0 MB\); raise this shell's file-size limit \(ulimit -f\), then "
+        r"resume from its last checkpoint",
+        str(err.value),
+    ), str(err.value)
     assert path.read_bytes() == before and os.listdir(path.parent) == ["last.ckpt"]  # no partial file
 
 
@@ -304,12 +389,22 @@ def test_the_interrupted_rescue_on_a_full_disk_fails_with_the_same_line(demos, t
     handler = signal.getsignal(signal.SIGINT)
     try:
         with file_size_limit(4_000_000), pytest.raises(CheckpointSaveError) as err:
-            train(make_cfg(demos, out, "trainer.max_steps=4", "+callbacks.cut._target_=helpers.InterruptAt",
-                           "+callbacks.cut.step=2"))
+            train(
+                make_cfg(
+                    demos,
+                    out,
+                    "trainer.max_steps=4",
+                    "+callbacks.cut._target_=helpers.InterruptAt",
+                    "+callbacks.cut.step=2",
+                )
+            )
     finally:
         signal.signal(signal.SIGINT, handler)  # Lightning ignores further Ctrl-C after the first
-    assert re.fullmatch(rf"could not save checkpoint {out}/checkpoints/interrupted.ckpt: File too large \([\d.]+ MB "
-                        r"free in .*, the checkpoint needs about [\d.]+ MB\); .*", str(err.value)), str(err.value)
+    assert re.fullmatch(
+        rf"could not save checkpoint {out}/checkpoints/interrupted.ckpt: File too large \([\d.]+ MB "
+        r"free in .*, the checkpoint needs about [\d.]+ MB\); .*",
+        str(err.value),
+    ), str(err.value)
     assert list((out / "checkpoints").iterdir()) == []
 
 
@@ -330,19 +425,35 @@ def test_training_onto_a_full_disk_stops_with_one_line_and_keeps_the_previous_ch
     disk.mkdir()
     run = disk / "run"
     overrides = [o for o in tiny_overrides(demos, run) if not o.startswith("out_dir=")]
-    train_py = " ".join([sys.executable, str(ROOT / "scripts" / "train.py"), *overrides, f"out_dir={run}",
-                         f"hydra.run.dir={run}", "trainer.max_steps=6", "callbacks.periodic.every_n_train_steps=2"])
-    check = (f"import zipfile; z = zipfile.ZipFile('{run}/checkpoints/step2.ckpt'); "
-             "print('step2 intact' if z.testzip() is None else 'step2 damaged')")
-    script = (f"mount -t tmpfs -o size=200m none {disk} && {{ {train_py} > {tmp_path}/out.txt 2> {tmp_path}/err.txt; "
-              f"echo rc=$?; ls -A {run}/checkpoints; {sys.executable} -c \"{check}\"; }}")
+    train_py = " ".join(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "train.py"),
+            *overrides,
+            f"out_dir={run}",
+            f"hydra.run.dir={run}",
+            "trainer.max_steps=6",
+            "callbacks.periodic.every_n_train_steps=2",
+        ]
+    )
+    check = (
+        f"import zipfile; z = zipfile.ZipFile('{run}/checkpoints/step2.ckpt'); "
+        "print('step2 intact' if z.testzip() is None else 'step2 damaged')"
+    )
+    script = (
+        f"mount -t tmpfs -o size=200m none {disk} && {{ {train_py} > {tmp_path}/out.txt 2> {tmp_path}/err.txt; "
+        f'echo rc=$?; ls -A {run}/checkpoints; {sys.executable} -c "{check}"; }}'
+    )
     proc = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=900)
     err = (tmp_path / "err.txt").read_text()
     assert proc.stdout.split() == ["rc=2", "step2.ckpt", "step2", "intact"], (proc.stdout, proc.stderr, err[-3000:])
-    assert re.fullmatch(rf"error: could not save checkpoint {run}/checkpoints/step4.ckpt: No space left on device "
-                        rf"\([\d.]+ MB free in {run}/checkpoints, the checkpoint needs about 1\d\d\.\d MB\); free space "
-                        r"there or train into a folder on a disk with room \(out_dir\), then resume from its last "
-                        r"checkpoint", err.strip().splitlines()[-1]), err[-3000:]
+    assert re.fullmatch(
+        rf"error: could not save checkpoint {run}/checkpoints/step4.ckpt: No space left on device "
+        rf"\([\d.]+ MB free in {run}/checkpoints, the checkpoint needs about 1\d\d\.\d MB\); free space "
+        r"there or train into a folder on a disk with room \(out_dir\), then resume from its last "
+        r"checkpoint",
+        err.strip().splitlines()[-1],
+    ), err[-3000:]
 
 
 def read_rows(out: Path, key: str) -> list[int]:
@@ -368,8 +479,9 @@ def test_a_resumed_run_continues_its_log_and_its_checkpoints(demos, tmp_path):
 
 
 def test_rerun_removes_temporaries_of_pending_episodes(tmp_path):
-    settings = dict(task="transfer_cube", out_dir=tmp_path, cameras=("top",), image_size=(24, 32),
-                    render_quality="fast", workers=0)
+    settings = dict(
+        task="transfer_cube", out_dir=tmp_path, cameras=("top",), image_size=(24, 32), render_quality="fast", workers=0
+    )
     record(RecordSettings(num_episodes=1, **settings))
     # A run killed while writing seed 3's pending file (atomic_path's temporary of `.seed_3.pending.hdf5`).
     (tmp_path / "..seed_3.pending.k2j4.tmp.hdf5").write_bytes(b"partial")
@@ -377,15 +489,18 @@ def test_rerun_removes_temporaries_of_pending_episodes(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episode_0.hdf5"]
 
 
-@pytest.mark.parametrize("override, message", [
-    ("cameras=[top,roof]", "unknown camera 'roof'; valid: top"),
-    ("cameras=top", r"cameras must be a list like cameras=\[top\], got 'top'"),
-    ("image_size=[0,10]", r"image_size must be two positive integers \[height, width\], got \[0, 10\]"),
-    ("image_size=48", r"image_size must be a list like image_size=\[480,640\], got 48"),
-    ("num_episodes=0", "num_episodes must be positive, got 0"),
-    ("num_episodes=2.5", "num_episodes must be an integer, got 2.5"),
-    ("workers=many", "workers must be an integer, got 'many'"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("cameras=[top,roof]", "unknown camera 'roof'; valid: top"),
+        ("cameras=top", r"cameras must be a list like cameras=\[top\], got 'top'"),
+        ("image_size=[0,10]", r"image_size must be two positive integers \[height, width\], got \[0, 10\]"),
+        ("image_size=48", r"image_size must be a list like image_size=\[480,640\], got 48"),
+        ("num_episodes=0", "num_episodes must be positive, got 0"),
+        ("num_episodes=2.5", "num_episodes must be an integer, got 2.5"),
+        ("workers=many", "workers must be an integer, got 'many'"),
+    ],
+)
 def test_record_settings_name_the_bad_argument(override, message):
     from act.apps.record import settings_from_cfg
 
@@ -397,12 +512,21 @@ def test_record_settings_name_the_bad_argument(override, message):
 
 def test_record_script_errors_are_one_line(run_script, demos, tmp_path):
     # A folder of 32x32 episodes asked for 24x32 ones: refused, as one line, exit code 2.
-    proc = run_script("record_demos", f"out_dir={demos}", "num_episodes=4", "image_size=[24,32]", "cameras=[top]",
-                      "render_quality=fast", check=False)
+    proc = run_script(
+        "record_demos",
+        f"out_dir={demos}",
+        "num_episodes=4",
+        "image_size=[24,32]",
+        "cameras=[top]",
+        "render_quality=fast",
+        check=False,
+    )
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1, proc.stderr
-    assert f"{demos} holds episodes with cameras ['top'] at 32x32, not ['top'] at 24x32; record into another " \
-           "out_dir, or add to these with cameras=[top] image_size=[32,32]" in proc.stderr
+    assert (
+        f"{demos} holds episodes with cameras ['top'] at 32x32, not ['top'] at 24x32; record into another "
+        "out_dir, or add to these with cameras=[top] image_size=[32,32]" in proc.stderr
+    )
     assert "Traceback" not in proc.stderr
 
 
@@ -430,9 +554,20 @@ def test_killed_recording_leaves_no_workers(tmp_path):
 
     from helpers import ROOT
 
-    proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "record_demos.py"), "num_episodes=20", "workers=2",
-                             f"out_dir={tmp_path / 'demos'}", "image_size=[24,32]", "render_quality=fast"],
-                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "record_demos.py"),
+            "num_episodes=20",
+            "workers=2",
+            f"out_dir={tmp_path / 'demos'}",
+            "image_size=[24,32]",
+            "render_quality=fast",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     workers: list[int] = []
     while time.monotonic() < deadline and len(workers) < 3:  # 2 workers + the resource tracker
@@ -445,8 +580,11 @@ def test_killed_recording_leaves_no_workers(tmp_path):
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in workers):
         time.sleep(0.5)
-    alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()
-             and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+    alive = [
+        pid
+        for pid in workers
+        if Path(f"/proc/{pid}").exists() and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    ]
     for pid in alive:  # clean up before failing
         os.kill(pid, signal.SIGKILL)
     assert not alive, f"workers still running 30 s after their parent was killed: {alive}"

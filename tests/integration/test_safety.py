@@ -16,22 +16,22 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from helpers import IMAGE, FakeClock, TimedInference
 
+from act.common.aloha import ARM_JOINT_RANGES, ARM_JOINTS, GRIPPER_MAX_DELTA, JOINT_LOWER, JOINT_UPPER, MAX_DELTA
+from act.common.errors import InputError
 from act.data.episodes import EpisodeIndex
 from act.data.inspect import summary, validate
 from act.model.checkpoint import CheckpointError, load_network
 from act.model.spec import PolicySpec
 from act.runtime.deployment import check_record_dir
-from act.runtime.policy import ACTPolicy
 from act.runtime.export import export
+from act.runtime.policy import ACTPolicy
 from act.runtime.predictors import ArtifactError, load_predictor
 from act.runtime.realtime import run_robot_episode
 from act.runtime.recording import EpisodeRecording
 from act.runtime.robot import check_action
 from act.runtime.safety import CLIPPED, OK, REFUSED, SafetyLimits
-from act.common.aloha import ARM_JOINT_RANGES, ARM_JOINTS, GRIPPER_MAX_DELTA, JOINT_LOWER, JOINT_UPPER, MAX_DELTA
-from act.common.errors import InputError
-from helpers import IMAGE, FakeClock, TimedInference
 
 START = np.array([0.0, -0.96, 1.16, 0.0, -0.3, 0.0, 0.5] * 2)  # both arms in ALOHA's start pose, grippers half open
 SIZE = (8, 8)  # camera frames of the fake arm
@@ -46,8 +46,9 @@ class ScriptedNetwork:
 
     def __init__(self, program, chunk_size: int = 5):
         self.program, self.calls = list(program), 0
-        self.spec = PolicySpec(camera_names=("top",), image_size=SIZE, chunk_size=chunk_size, state_dim=14,
-                               action_dim=14)
+        self.spec = PolicySpec(
+            camera_names=("top",), image_size=SIZE, chunk_size=chunk_size, state_dim=14, action_dim=14
+        )
 
     def __call__(self, qpos, images):
         step = self.program[min(self.calls, len(self.program) - 1)]
@@ -107,8 +108,11 @@ class FakeArm:
             raise KeyboardInterrupt
         if self.freeze_at is None or len(self.commands) < self.freeze_at:
             self.frame = self.rng.integers(0, 256, (*SIZE, 3), dtype=np.uint8)
-        observation = {"qpos": self.qpos + self.rng.normal(0, 1e-5, 14), "qvel": np.ones(14),
-                       "images": {"top": self.frame}}
+        observation = {
+            "qpos": self.qpos + self.rng.normal(0, 1e-5, 14),
+            "qvel": np.ones(14),
+            "images": {"top": self.frame},
+        }
         if self.stamp_age_s is not None:
             observation["timestamp"] = self.clock.wall() - self.stamp_age_s
         return observation
@@ -134,8 +138,16 @@ def drive(program, asynchronous=False, ticks=40, latency_s=0.03, chunk_size=5, r
     policy = ACTPolicy(ScriptedNetwork(program, chunk_size), asynchronous=asynchronous)
     safety = SafetyLimits(**limits)
     recording = EpisodeRecording()
-    result = run_robot_episode(robot, policy, TimedInference(policy, clock, latency_s), ticks, seed=0, clock=clock,
-                         safety=safety, recording=recording)
+    result = run_robot_episode(
+        robot,
+        policy,
+        TimedInference(policy, clock, latency_s),
+        ticks,
+        seed=0,
+        clock=clock,
+        safety=safety,
+        recording=recording,
+    )
     result.recording = recording
     return result, robot, safety
 
@@ -150,6 +162,7 @@ def assert_safe_and_held(robot: FakeArm, safety: SafetyLimits) -> None:
 
 
 # -- the limits -----------------------------------------------------------------------------------
+
 
 def test_aloha_joint_limits_match_the_installed_mjcf():
     import gym_aloha
@@ -205,12 +218,14 @@ def test_safety_limits_clip_or_refuse():
         held, verdict, why = limits.apply(command, START)
         assert verdict == REFUSED and "right gripper nan" in why and np.array_equal(held, START)
     assert SafetyLimits(max_delta=np.inf).apply(START + 0.01, START)[1] == OK
-    for settings, message in [({"mode": "maybe"}, "safety.mode='maybe' is unknown"),
-                              ({"lower": [0.0] * 13}, "safety.lower must be one number or 14 numbers"),
-                              ({"lower": 2.0, "upper": 1.0}, "must not exceed safety.upper"),
-                              ({"max_delta": 0}, "safety.max_delta must be positive"),
-                              ({"watchdog_ticks": 0}, "safety.watchdog_ticks must be a positive integer"),
-                              ({"stale_ms": -1}, "safety.stale_ms must be a positive number")]:
+    for settings, message in [
+        ({"mode": "maybe"}, "safety.mode='maybe' is unknown"),
+        ({"lower": [0.0] * 13}, "safety.lower must be one number or 14 numbers"),
+        ({"lower": 2.0, "upper": 1.0}, "must not exceed safety.upper"),
+        ({"max_delta": 0}, "safety.max_delta must be positive"),
+        ({"watchdog_ticks": 0}, "safety.watchdog_ticks must be a positive integer"),
+        ({"stale_ms": -1}, "safety.stale_ms must be a positive number"),
+    ]:
         with pytest.raises(ValueError, match=message):
             SafetyLimits(**settings)
 
@@ -225,13 +240,17 @@ def test_a_non_finite_command_names_the_joints_not_the_shape():
 
 # -- the loop fails safe --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("asynchronous", [False, True])
-@pytest.mark.parametrize("program, mode, stop", [
-    ([good, out_of_range, jumping, nan], "clip", "chunk with NaN or inf"),
-    ([good, jumping, RuntimeError("boom")], "clip", "inference failed at tick"),
-    ([good, out_of_range], "stop", "command refused at tick"),
-    ([good, jumping], "stop", "in one tick (max_delta"),
-])
+@pytest.mark.parametrize(
+    "program, mode, stop",
+    [
+        ([good, out_of_range, jumping, nan], "clip", "chunk with NaN or inf"),
+        ([good, jumping, RuntimeError("boom")], "clip", "inference failed at tick"),
+        ([good, out_of_range], "stop", "command refused at tick"),
+        ([good, jumping], "stop", "in one tick (max_delta"),
+    ],
+)
 def test_no_command_outside_the_limits_reaches_the_arm(program, mode, stop, asynchronous):
     result, robot, safety = drive(program, asynchronous, mode=mode)
     assert stop in result.stopped
@@ -291,10 +310,12 @@ def test_an_old_timestamp_is_warned_about():
 
 # -- what the robot did, on disk ------------------------------------------------------------------
 
+
 def test_a_recorded_episode_loads_for_training_with_the_commands_sent(tmp_path):
     result, robot, _ = drive([good, jumping, nan])
-    path = result.recording.write(tmp_path / "episode_0.hdf5", {"task": "transfer_cube", "stopped": result.stopped},
-                                  sim=False)
+    path = result.recording.write(
+        tmp_path / "episode_0.hdf5", {"task": "transfer_cube", "stopped": result.stopped}, sim=False
+    )
     index = EpisodeIndex(tmp_path)
     assert len(index) == 1 and index.cameras == ("top",) and index.image_shape == (*SIZE, 3)
     low = index.low_dim(0)
@@ -311,8 +332,11 @@ def test_recording_into_a_folder_of_another_task_is_refused(demos, tmp_path):
     folder = tmp_path / "demos"
     shutil.copytree(demos, folder)
     insertion = SimpleNamespace(task="insertion", camera_names=["top"], image_size=(IMAGE, IMAGE))
-    with pytest.raises(InputError, match=rf"record_dir={folder} holds episodes of task 'transfer_cube' \(e.g. "
-                                         r"episode_2.hdf5\); this policy does 'insertion': choose another record_dir"):
+    with pytest.raises(
+        InputError,
+        match=rf"record_dir={folder} holds episodes of task 'transfer_cube' \(e.g. "
+        r"episode_2.hdf5\); this policy does 'insertion': choose another record_dir",
+    ):
         check_record_dir(folder, insertion)
     assert check_record_dir(folder, SimpleNamespace(**{**vars(insertion), "task": "transfer_cube"})) == 3
     assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in demos.iterdir())
@@ -322,8 +346,11 @@ def test_recording_into_a_folder_of_another_task_is_refused(demos, tmp_path):
 
 
 def test_non_finite_weights_are_refused_in_every_format(tiny_checkpoint, nan_checkpoint, tmp_path):
-    with pytest.raises(CheckpointError, match=r"diverged.ckpt has non-finite weights \(NaN or inf in 1 of \d+ tensors, "
-                                              r"e.g. model.action_head.weight\)"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"diverged.ckpt has non-finite weights \(NaN or inf in 1 of \d+ tensors, "
+        r"e.g. model.action_head.weight\)",
+    ):
         load_network(nan_checkpoint)
     with pytest.raises(CheckpointError, match="has non-finite weights"):
         ACTPolicy.load(nan_checkpoint)
@@ -338,13 +365,23 @@ def test_non_finite_weights_are_refused_in_every_format(tiny_checkpoint, nan_che
 
 # -- the script: a stopped run keeps its report and its recording ----------------------------------
 
+
 def test_run_realtime_stops_reports_and_records(run_script, tiny_checkpoint, tmp_path):
     out, record = tmp_path / "rt", tmp_path / "deployed"
     # A rate limit no policy can meet, in stop mode: the first fresh command is refused (synchronous:
     # the first query's chunk comes before the loop goes on, however slow the machine).
-    proc = run_script("run_realtime", f"ckpt_path={tiny_checkpoint}", "num_episodes=2", "episode_len=100",
-                      "execution.asynchronous=false", "safety.mode=stop", "safety.max_delta=1e-6",
-                      f"record_dir={record}", f"out_dir={out}", check=False)
+    proc = run_script(
+        "run_realtime",
+        f"ckpt_path={tiny_checkpoint}",
+        "num_episodes=2",
+        "episode_len=100",
+        "execution.asynchronous=false",
+        "safety.mode=stop",
+        "safety.max_delta=1e-6",
+        f"record_dir={record}",
+        f"out_dir={out}",
+        check=False,
+    )
     assert proc.returncode == 1, proc.stderr
     assert "stopped: episode 0 (seed 100000)" in proc.stderr and "command refused at tick" in proc.stderr
     metrics = json.loads((out / "metrics.json").read_text())
@@ -353,8 +390,14 @@ def test_run_realtime_stops_reports_and_records(run_script, tiny_checkpoint, tmp
     assert "command refused" in episode["stopped"] and episode["refused_commands"] == 1
     assert metrics["safety"]["mode"] == "stop" and metrics["safety"]["max_delta"] == [1e-6] * 14
     # The default limits (clip): the run completes; its episode is recorded after the first.
-    proc = run_script("run_realtime", f"ckpt_path={tiny_checkpoint}", "num_episodes=1", "episode_len=25",
-                      f"record_dir={record}", f"out_dir={out}")
+    proc = run_script(
+        "run_realtime",
+        f"ckpt_path={tiny_checkpoint}",
+        "num_episodes=1",
+        "episode_len=25",
+        f"record_dir={record}",
+        f"out_dir={out}",
+    )
     assert "safety (clip):" in proc.stdout and f"recorded: 1 episodes in {record}" in proc.stdout
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["complete"] is True and metrics["per_episode"][0]["record"].endswith("episode_1.hdf5")

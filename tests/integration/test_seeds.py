@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import ROOT, demo_overrides
 
 import act.apps.seeds as seeds_app
-from act.pipeline.seeds import spread
 from act.apps.cli import run_main
-from helpers import ROOT, demo_overrides
+from act.pipeline.seeds import spread
 
 
 def test_arguments_split_at_the_double_dash(tmp_path):
@@ -19,10 +19,17 @@ def test_arguments_split_at_the_double_dash(tmp_path):
     assert seeds_app.parse([])[0] == [0, 1, 2]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["seeds=[a]"], "list of integers"), (["seeds=[1,1]"], "distinct"), (["seeds=[]"], "distinct"),
-    (["trainer.max_steps=3"], "after --"), (["--", "seed=3"], "set per run"), (["--", "demo.dir=x"], "set per run"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["seeds=[a]"], "list of integers"),
+        (["seeds=[1,1]"], "distinct"),
+        (["seeds=[]"], "distinct"),
+        (["trainer.max_steps=3"], "after --"),
+        (["--", "seed=3"], "set per run"),
+        (["--", "demo.dir=x"], "set per run"),
+    ],
+)
 def test_bad_arguments_are_one_line_errors(argv, message, capsys):
     with pytest.raises(SystemExit) as info:
         run_main(seeds_app.parse, argv)
@@ -32,9 +39,13 @@ def test_bad_arguments_are_one_line_errors(argv, message, capsys):
 
 def test_spread_is_mean_and_range():
     run = {"success_rate_ci95": [0, 1], "successes": 0, "num_episodes": 50, "wall_time_s": {}}
-    result = spread({0: {**run, "success_rate": 0.8, "stage_rates": {"1": 1.0, "10": 0.8}},
-                     2: {**run, "success_rate": 0.9, "stage_rates": {"1": 0.9, "10": 0.9}},
-                     1: {**run, "success_rate": 0.7, "stage_rates": {"1": 0.8, "10": 0.7}}})
+    result = spread(
+        {
+            0: {**run, "success_rate": 0.8, "stage_rates": {"1": 1.0, "10": 0.8}},
+            2: {**run, "success_rate": 0.9, "stage_rates": {"1": 0.9, "10": 0.9}},
+            1: {**run, "success_rate": 0.7, "stage_rates": {"1": 0.8, "10": 0.7}},
+        }
+    )
     assert result["seeds"] == [0, 1, 2] and result["min"] == 0.7 and result["max"] == 0.9
     assert result["mean"] == pytest.approx(0.8) and set(result["per_seed"]) == {"0", "1", "2"}
     # Stages in reward order (numeric, not text), each the mean over seeds.
@@ -49,8 +60,13 @@ def test_two_seeds_end_to_end(tmp_path):
 
     out = tmp_path / "seeds"
     overrides = [o for o in demo_overrides(tmp_path, "trainer.max_steps=2") if not o.startswith("demo.dir=")]
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "seeds.py"), "seeds=[0,1]", f"dir={out}", "--",
-                           *overrides], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "seeds.py"), "seeds=[0,1]", f"dir={out}", "--", *overrides],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads((out / "seeds.json").read_text())
     assert result["seeds"] == [0, 1] and "mean" in proc.stdout and (out / "seed1" / "summary.json").is_file()

@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import CONFIGS, IMAGE, ROOT, assert_same_weights, make_cfg
 from hydra import compose, initialize_config_dir
 
+from act.apps.train import train
 from act.data.episodes import DatasetError
 from act.training.module import ACTLitModule, lr_factor_fn
-from act.apps.train import train
 from act.training.run import ConfigError
-from helpers import CONFIGS, IMAGE, ROOT, assert_same_weights, make_cfg
 
 
 def read_metric(out_dir: Path, key: str) -> list[float]:
@@ -26,8 +26,15 @@ def read_metric(out_dir: Path, key: str) -> list[float]:
 
 def test_tiny_fit_lowers_l1_and_writes_checkpoints(demos, tmp_path):
     out = tmp_path / "run"
-    metrics = train(make_cfg(demos, out, "trainer.max_steps=150", "trainer.val_check_interval=75",
-                             "callbacks.periodic.every_n_train_steps=75"))
+    metrics = train(
+        make_cfg(
+            demos,
+            out,
+            "trainer.max_steps=150",
+            "trainer.val_check_interval=75",
+            "callbacks.periodic.every_n_train_steps=75",
+        )
+    )
     l1 = read_metric(out, "train/l1")
     assert len(l1) == 150
     assert np.mean(l1[-20:]) < 0.85 * np.mean(l1[:20])  # measured here: about 0.78 -> 0.50
@@ -40,13 +47,15 @@ def test_tiny_fit_lowers_l1_and_writes_checkpoints(demos, tmp_path):
 def test_resume_equals_uninterrupted_run(demos, tiny_checkpoint, six_step_run, tmp_path):
     # tiny_checkpoint: this config stopped at step 3; six_step_run: the same run straight to step 6.
     train(make_cfg(demos, tmp_path / "resumed", "trainer.max_steps=6", f"ckpt_path={tiny_checkpoint}"))
-    straight, resumed = assert_same_weights(six_step_run / "checkpoints" / "last.ckpt",
-                                            tmp_path / "resumed" / "checkpoints" / "last.ckpt")
+    straight, resumed = assert_same_weights(
+        six_step_run / "checkpoints" / "last.ckpt", tmp_path / "resumed" / "checkpoints" / "last.ckpt"
+    )
     assert straight["global_step"] == resumed["global_step"] == 6
     # ... and the checkpoint at step 3 differs from step 6: the test can fail.
     early = torch.load(tiny_checkpoint, weights_only=False)
-    assert not torch.allclose(early["state_dict"]["net.model.action_head.weight"],
-                              straight["state_dict"]["net.model.action_head.weight"])
+    assert not torch.allclose(
+        early["state_dict"]["net.model.action_head.weight"], straight["state_dict"]["net.model.action_head.weight"]
+    )
 
 
 def test_last_checkpoint_holds_the_final_step_between_validations(demos, tmp_path):
@@ -58,10 +67,13 @@ def test_last_checkpoint_holds_the_final_step_between_validations(demos, tmp_pat
     best = [p.name for p in (out / "checkpoints").glob("best-*.ckpt")]
     assert len(best) == 1 and best[0].startswith("best-step10-")  # the best is still from validation
     # ... and resuming from it to step 16 is exact.
-    train(make_cfg(demos, tmp_path / "resumed", "trainer.max_steps=16", f"ckpt_path={out / 'checkpoints' / 'last.ckpt'}"))
+    train(
+        make_cfg(demos, tmp_path / "resumed", "trainer.max_steps=16", f"ckpt_path={out / 'checkpoints' / 'last.ckpt'}")
+    )
     train(make_cfg(demos, tmp_path / "straight", "trainer.max_steps=16"))
-    straight, resumed = assert_same_weights(tmp_path / "straight" / "checkpoints" / "last.ckpt",
-                                            tmp_path / "resumed" / "checkpoints" / "last.ckpt")
+    straight, resumed = assert_same_weights(
+        tmp_path / "straight" / "checkpoints" / "last.ckpt", tmp_path / "resumed" / "checkpoints" / "last.ckpt"
+    )
     assert straight["global_step"] == resumed["global_step"] == 16
 
 
@@ -83,20 +95,34 @@ def test_checkpoint_alone_rebuilds_the_policy(tiny_checkpoint):
     torch.testing.assert_close(policy.net.action_mean, torch.tensor(stats["action_mean"], dtype=torch.float32))
 
 
-@pytest.mark.parametrize("extra, error, message", [
-    (["policy.model.chunk_size=500"], ConfigError, "chunk_size=500 is longer than the shortest episode"),
-    (["policy.model.chunk_size=0"], ConfigError, r"policy.model.chunk_size must be a positive number of actions "
-                                                 r"\(the paper: 100\), got 0"),
-    (["task.cameras=[angle]"], DatasetError, r"\['angle'\] not in dataset"),
-    (["task.image_size=[48,64]"], ConfigError, "episodes in .* are 32x32"),
-    (["trainer.max_steps=0"], ConfigError, "max_steps"),
-    (["policy.lr_schedule=cosine", "policy.lr_warmup_steps=5", "trainer.max_steps=5"], ConfigError,
-     r"lr_schedule=cosine needs trainer.max_steps \(5\) > policy.lr_warmup_steps \(5\)"),
-    (["policy.model.heads=3"], ConfigError, "hidden_dim \\(32\\) must be divisible by heads \\(3\\)"),
-    # Issue 33: transfer-cube episodes trained as insertion (max_steps=0: the old code fails fast, on it).
-    (["task=insertion", "trainer.max_steps=0"], ConfigError, r"the episodes in .* are of task 'transfer_cube' "
-     r"\(e.g. episode_0.hdf5\), not task.name='insertion': train with task=transfer_cube"),
-])
+@pytest.mark.parametrize(
+    "extra, error, message",
+    [
+        (["policy.model.chunk_size=500"], ConfigError, "chunk_size=500 is longer than the shortest episode"),
+        (
+            ["policy.model.chunk_size=0"],
+            ConfigError,
+            r"policy.model.chunk_size must be a positive number of actions "
+            r"\(the paper: 100\), got 0",
+        ),
+        (["task.cameras=[angle]"], DatasetError, r"\['angle'\] not in dataset"),
+        (["task.image_size=[48,64]"], ConfigError, "episodes in .* are 32x32"),
+        (["trainer.max_steps=0"], ConfigError, "max_steps"),
+        (
+            ["policy.lr_schedule=cosine", "policy.lr_warmup_steps=5", "trainer.max_steps=5"],
+            ConfigError,
+            r"lr_schedule=cosine needs trainer.max_steps \(5\) > policy.lr_warmup_steps \(5\)",
+        ),
+        (["policy.model.heads=3"], ConfigError, "hidden_dim \\(32\\) must be divisible by heads \\(3\\)"),
+        # Issue 33: transfer-cube episodes trained as insertion (max_steps=0: the old code fails fast, on it).
+        (
+            ["task=insertion", "trainer.max_steps=0"],
+            ConfigError,
+            r"the episodes in .* are of task 'transfer_cube' "
+            r"\(e.g. episode_0.hdf5\), not task.name='insertion': train with task=transfer_cube",
+        ),
+    ],
+)
 def test_bad_configs_fail_before_training(demos, tmp_path, extra, error, message):
     with pytest.raises(error, match=message):
         train(make_cfg(demos, tmp_path / "run", *extra))
@@ -116,13 +142,21 @@ def test_lr_schedule_factors():
 
 def test_cosine_schedule_steps_every_group(demos, tmp_path):
     out = tmp_path / "run"
-    train(make_cfg(demos, out, "trainer.max_steps=12", "policy.lr_schedule=cosine",
-                   "policy.lr_warmup_steps=2", "policy.lr_min_ratio=0.0",
-                   "policy.lr_backbone=1e-4"))
+    train(
+        make_cfg(
+            demos,
+            out,
+            "trainer.max_steps=12",
+            "policy.lr_schedule=cosine",
+            "policy.lr_warmup_steps=2",
+            "policy.lr_min_ratio=0.0",
+            "policy.lr_backbone=1e-4",
+        )
+    )
     rest, backbone = read_metric(out, "lr-AdamW/pg1"), read_metric(out, "lr-AdamW/pg2")
     assert len(rest) == 12
-    assert rest[0] == pytest.approx(1.5e-4) and rest[1] == pytest.approx(3e-4)   # warm-up: 1/2, 2/2 of the peak
-    assert backbone[1] == pytest.approx(1e-4) and rest[-1] < 0.05 * 3e-4          # decayed to near 0 at step 12
+    assert rest[0] == pytest.approx(1.5e-4) and rest[1] == pytest.approx(3e-4)  # warm-up: 1/2, 2/2 of the peak
+    assert backbone[1] == pytest.approx(1e-4) and rest[-1] < 0.05 * 3e-4  # decayed to near 0 at step 12
     assert all(a >= b for a, b in zip(rest[1:], rest[2:]))
 
 
@@ -133,8 +167,11 @@ def test_missing_dataset_names_the_record_command(tmp_path):
 
 def test_an_empty_dataset_folder_names_the_fix(tmp_path):
     (tmp_path / "empty").mkdir()
-    with pytest.raises(DatasetError, match=r"holds no episode_\*.hdf5 files; record demonstrations into it with "
-                                           r"`python scripts/record_demos.py task=<task> out_dir=.*empty`"):
+    with pytest.raises(
+        DatasetError,
+        match=r"holds no episode_\*.hdf5 files; record demonstrations into it with "
+        r"`python scripts/record_demos.py task=<task> out_dir=.*empty`",
+    ):
         train(make_cfg(tmp_path / "empty", tmp_path / "run"))
 
 
@@ -154,8 +191,13 @@ def test_wandb_logs_offline_without_a_key(demos, tmp_path, monkeypatch):
 
 
 def test_ddp_two_cpu_processes_agree(demos, tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "ddp_check.py"), str(demos), str(tmp_path)],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "ddp_check.py"), str(demos), str(tmp_path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rank0 = torch.load(tmp_path / "rank0.pt")
     rank1 = torch.load(tmp_path / "rank1.pt")
@@ -167,8 +209,11 @@ def test_ddp_two_cpu_processes_agree(demos, tmp_path):
 def test_slurm_launcher_config_composes():
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        cfg = compose("train", overrides=["hydra/launcher=slurm", "hydra.launcher.partition=gpu", "trainer=gpu"],
-                      return_hydra_config=True)
+        cfg = compose(
+            "train",
+            overrides=["hydra/launcher=slurm", "hydra.launcher.partition=gpu", "trainer=gpu"],
+            return_hydra_config=True,
+        )
     assert cfg.hydra.launcher.partition == "gpu" and cfg.hydra.launcher.gpus_per_node == 1
     assert "SlurmLauncher" in cfg.hydra.launcher._target_
 
@@ -181,8 +226,11 @@ def test_image_crop_is_what_the_network_sees_in_training_and_deployment(demos, t
     loaded = ACTLitModule.load_from_checkpoint(out / "checkpoints" / "last.ckpt")
     assert loaded.net.image_crop == (4, 8, 24, 16) and loaded.net.image_size == (IMAGE, IMAGE)
     torch.manual_seed(0)
-    module = ACTLitModule({"chunk_size": 4, "hidden_dim": 32, "ff_dim": 32, "heads": 2}, deployment={"image_size": (IMAGE, IMAGE)},
-                          image_crop=(4, 8, 24, 16)).eval()
+    module = ACTLitModule(
+        {"chunk_size": 4, "hidden_dim": 32, "ff_dim": 32, "heads": 2},
+        deployment={"image_size": (IMAGE, IMAGE)},
+        image_crop=(4, 8, 24, 16),
+    ).eval()
     images = torch.randint(0, 256, (2, 1, 3, IMAGE, IMAGE), dtype=torch.uint8)
     assert module.net.normalize_images(images).shape == (2, 1, 3, 24, 16)
     # Pixels outside the window cannot change the output; pixels inside do.
@@ -199,18 +247,32 @@ def test_image_crop_is_what_the_network_sees_in_training_and_deployment(demos, t
 @pytest.mark.parametrize("crop", [[0, 0, 33, 8], [-1, 0, 8, 8], [0, 0, 8], [0, 0, 0, 8]])
 def test_image_crop_outside_the_image_is_refused(crop):
     with pytest.raises(ValueError, match="image_crop"):
-        ACTLitModule({"chunk_size": 4, "hidden_dim": 32, "ff_dim": 32, "heads": 2}, deployment={"image_size": (32, 32)},
-                     image_crop=crop)
+        ACTLitModule(
+            {"chunk_size": 4, "hidden_dim": 32, "ff_dim": 32, "heads": 2},
+            deployment={"image_size": (32, 32)},
+            image_crop=crop,
+        )
 
 
 def test_module_clipping_with_a_fused_optimizer(demos, tmp_path):
     # Lightning refuses trainer.gradient_clip_val with a fused AdamW; the module clips instead.
     out = tmp_path / "run"
-    train(make_cfg(demos, out, "trainer.max_steps=3", "trainer.gradient_clip_val=null",
-                   "policy.clip_grad_norm=0.5", "+policy.optimizer.fused=true"))
+    train(
+        make_cfg(
+            demos,
+            out,
+            "trainer.max_steps=3",
+            "trainer.gradient_clip_val=null",
+            "policy.clip_grad_norm=0.5",
+            "+policy.optimizer.fused=true",
+        )
+    )
     assert torch.load(out / "checkpoints" / "last.ckpt", weights_only=False)["global_step"] == 3
-    module = ACTLitModule({"chunk_size": 4, "hidden_dim": 32, "ff_dim": 32, "heads": 2}, deployment={"image_size": (32, 32)},
-                          clip_grad_norm=0.5)
+    module = ACTLitModule(
+        {"chunk_size": 4, "hidden_dim": 32, "ff_dim": 32, "heads": 2},
+        deployment={"image_size": (32, 32)},
+        clip_grad_norm=0.5,
+    )
     for p in module.parameters():
         p.grad = torch.full_like(p, 10.0)
     module.on_before_optimizer_step(None)
@@ -231,6 +293,7 @@ def test_explicit_bf16_on_a_cpu_without_it_warns_before_training(demos, tmp_path
     monkeypatch.setattr(P, "probe_bf16", lambda device_type="cpu": slow)
     cfg = make_cfg(demos, tmp_path / "auto", "trainer.max_steps=1")
     from act.apps.train import build_trainer
+
     trainer = build_trainer(cfg)
     assert cfg.trainer.precision == "32-true" and "32" in str(trainer.precision)
     assert "training precision: 32-true (auto: bf16 is not native" in capsys.readouterr().out

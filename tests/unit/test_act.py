@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers import IMAGE_HW, make_batch, make_model, tiny_config
 
 from act.model import ACT, ACTConfig
 from act.model.loss import act_loss
-from helpers import IMAGE_HW, make_batch, make_model, tiny_config
 
 
 def test_act_uses_every_layer_of_every_stack():
@@ -32,6 +32,7 @@ def test_act_uses_every_layer_of_every_stack():
 
 
 # ---------------------------------------------------------------- the ACT network
+
 
 def test_token_counts():
     assert make_model(num_cameras=1).num_tokens((480, 640)) == 302
@@ -132,8 +133,9 @@ def test_save_load_gives_identical_outputs(tmp_path):
     qpos, images, actions, is_pad = make_batch(model.config)
     with torch.no_grad():
         assert torch.equal(fresh(qpos, images)["actions"], model(qpos, images)["actions"])
-        torch.testing.assert_close(fresh.encode_latent(qpos, actions, is_pad),
-                                   model.encode_latent(qpos, actions, is_pad), rtol=0, atol=0)
+        torch.testing.assert_close(
+            fresh.encode_latent(qpos, actions, is_pad), model.encode_latent(qpos, actions, is_pad), rtol=0, atol=0
+        )
 
 
 def test_bf16_autocast_and_channels_last_match_fp32():
@@ -160,19 +162,22 @@ def test_bf16_autocast_and_channels_last_match_fp32():
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
 
-@pytest.mark.parametrize("bad, field", [
-    (dict(hidden_dim=0), "hidden_dim"),
-    (dict(hidden_dim=30, heads=4), "hidden_dim"),
-    (dict(hidden_dim=33, heads=3), "hidden_dim"),
-    (dict(chunk_size=-1), "chunk_size"),
-    (dict(latent_dim=0), "latent_dim"),
-    (dict(heads=0), "heads"),
-    (dict(dec_layers=0), "dec_layers"),
-    (dict(dropout=1.0), "dropout"),
-    (dict(dropout=-0.1), "dropout"),
-    (dict(num_cameras=0), "num_cameras"),
-    (dict(backbone_weights=3), "backbone_weights"),
-])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        (dict(hidden_dim=0), "hidden_dim"),
+        (dict(hidden_dim=30, heads=4), "hidden_dim"),
+        (dict(hidden_dim=33, heads=3), "hidden_dim"),
+        (dict(chunk_size=-1), "chunk_size"),
+        (dict(latent_dim=0), "latent_dim"),
+        (dict(heads=0), "heads"),
+        (dict(dec_layers=0), "dec_layers"),
+        (dict(dropout=1.0), "dropout"),
+        (dict(dropout=-0.1), "dropout"),
+        (dict(num_cameras=0), "num_cameras"),
+        (dict(backbone_weights=3), "backbone_weights"),
+    ],
+)
 def test_config_rejects_impossible_settings(bad, field):
     with pytest.raises(ValueError, match=field):
         tiny_config(**bad)

@@ -8,11 +8,11 @@ import urllib.error
 import pytest
 import torch
 import torchvision
+from helpers import IMAGE_HW, tiny_config
 from torch import nn
 
 from act.model import ACT
 from act.model.backbone import FrozenBatchNorm2d, ResNetBackbone, feature_hw
-from helpers import IMAGE_HW, tiny_config
 
 
 def test_frozen_batchnorm_matches_batchnorm_eval():
@@ -50,8 +50,9 @@ def test_group_norm_backbone_trains_its_norms_and_matches_torchvision():
     assert all(m.weight.requires_grad for m in norms)
     images = torch.randn(2, 3, *IMAGE_HW)
     reference = torchvision.models.resnet18(weights=None, norm_layer=lambda c: torch.nn.GroupNorm(c // 16, c))
-    reference.load_state_dict({**backbone.state_dict(), **{k: v for k, v in reference.state_dict().items()
-                                                            if k.startswith("fc.")}})
+    reference.load_state_dict(
+        {**backbone.state_dict(), **{k: v for k, v in reference.state_dict().items() if k.startswith("fc.")}}
+    )
     trunk = torch.nn.Sequential(*list(reference.children())[:-2])
     torch.testing.assert_close(backbone(images), trunk(images))
     # No running statistics: training and evaluation mode compute the same function.
@@ -84,8 +85,9 @@ def test_backbone_missing_file_is_named(tmp_path):
 
 
 def test_backbone_rejects_mismatched_state_dict(tmp_path):
-    state = {k: v for k, v in torchvision.models.resnet18(weights=None).state_dict().items()
-             if not k.startswith("layer4.")}
+    state = {
+        k: v for k, v in torchvision.models.resnet18(weights=None).state_dict().items() if not k.startswith("layer4.")
+    }
     state["extra.weight"] = torch.zeros(1)
     path = tmp_path / "partial.pth"
     torch.save(state, path)
@@ -101,8 +103,13 @@ def test_imagenet_download_failure_explains_the_fix(monkeypatch):
     with pytest.raises(RuntimeError) as info:
         ResNetBackbone("imagenet")
     message = str(info.value)
-    for needed in ("resnet18-f37072fd.pth", "https://download.pytorch.org/models/", "hub/checkpoints",
-                   "backbone_weights", "offline"):
+    for needed in (
+        "resnet18-f37072fd.pth",
+        "https://download.pytorch.org/models/",
+        "hub/checkpoints",
+        "backbone_weights",
+        "offline",
+    ):
         assert needed in message
 
 

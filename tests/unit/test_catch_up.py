@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import FakeClock, TimedInference
 
 import act.runtime.realtime as realtime
 from act.runtime.realtime import TICK_S, RealtimeResult, catch_up, run_robot_episode
 from act.runtime.scheduler import ChunkScheduler
-from helpers import FakeClock, TimedInference
 
 CHUNK = 5
 LATE_AT, LATE_TICKS = 10, 3.5  # the tick at which the loop falls behind, and by how much

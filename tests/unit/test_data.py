@@ -52,8 +52,13 @@ def write_original_style(path, ep, effort=False):
 @pytest.mark.parametrize("compression", ["none", "gzip", "lzf"])
 def test_write_read_round_trip(tmp_path, compression):
     ep = fake_episode(cams=("top", "angle"))
-    path = write_episode(tmp_path / "episode_0.hdf5", **ep, reward=np.arange(12), compression=compression,
-                         attrs={"task": "insertion", "seed": 4})
+    path = write_episode(
+        tmp_path / "episode_0.hdf5",
+        **ep,
+        reward=np.arange(12),
+        compression=compression,
+        attrs={"task": "insertion", "seed": 4},
+    )
     info = read_episode_info(path, deep=True)
     assert (info.length, info.state_dim, info.action_dim) == (12, 14, 14)
     assert set(info.cameras) == {"top", "angle"} and info.image_shape == (8, 10, 3)
@@ -98,7 +103,7 @@ def test_jpeg_compressed_images_decode(tmp_path):
         encoded.append(np.frombuffer(buf.getvalue(), np.uint8))
     padded = np.zeros((6, max(map(len, encoded)) + 7), np.uint8)  # zero-padded, as the ACT scripts do
     for i, e in enumerate(encoded):
-        padded[i, :len(e)] = e
+        padded[i, : len(e)] = e
     with h5py.File(tmp_path / "episode_0.hdf5", "w") as root:
         root.attrs["sim"] = False
         root.attrs["compress"] = True
@@ -124,16 +129,25 @@ def test_truncated_file_names_the_file(tmp_path):
         EpisodeIndex(tmp_path)
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda root: root.__delitem__("action"), "missing dataset /action"),
-    (lambda root: root.__delitem__("observations/images"), "missing group /observations/images"),
-    (lambda root: (root.__delitem__("action"), root.create_dataset("action", data=np.zeros((11, 14)))),
-     "lengths differ"),
-    (lambda root: root["observations/qpos"].__setitem__((3, 2), np.nan), "NaN"),
-    (lambda root: (root.__delitem__("observations/images/top"),
-                   root.create_dataset("observations/images/top", data=np.zeros((12, 8, 10), np.uint8))),
-     r"\(T, H, W, 3\) uint8"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda root: root.__delitem__("action"), "missing dataset /action"),
+        (lambda root: root.__delitem__("observations/images"), "missing group /observations/images"),
+        (
+            lambda root: (root.__delitem__("action"), root.create_dataset("action", data=np.zeros((11, 14)))),
+            "lengths differ",
+        ),
+        (lambda root: root["observations/qpos"].__setitem__((3, 2), np.nan), "NaN"),
+        (
+            lambda root: (
+                root.__delitem__("observations/images/top"),
+                root.create_dataset("observations/images/top", data=np.zeros((12, 8, 10), np.uint8)),
+            ),
+            r"\(T, H, W, 3\) uint8",
+        ),
+    ],
+)
 def test_broken_files_give_clear_errors(tmp_path, damage, message):
     write_fake(tmp_path, 0)
     with h5py.File(tmp_path / "episode_0.hdf5", "a") as root:
@@ -168,7 +182,7 @@ def test_is_pad_and_no_action_past_the_end(tmp_path):
         valid = min(5, 12 - start)
         assert sample["is_pad"].tolist() == [False] * valid + [True] * (5 - valid)
         # Raw joint units: the network normalises (NormalizedACT), not the dataset.
-        np.testing.assert_array_equal(sample["action"][:valid].numpy(), ep["action"][start:start + valid])
+        np.testing.assert_array_equal(sample["action"][:valid].numpy(), ep["action"][start : start + valid])
         assert torch.all(sample["action"][valid:] == 0)
         np.testing.assert_array_equal(sample["qpos"].numpy(), ep["qpos"][start])
     with pytest.raises(IndexError):
@@ -224,8 +238,15 @@ def test_split_by_episode():
 def test_datamodule_batches_with_worker_processes(tmp_path):
     for i in range(5):
         write_fake(tmp_path, i, steps=30)
-    dm = ACTDataModule(str(tmp_path), cameras=["top"], chunk_size=8, batch_size=4, num_workers=2, val_fraction=0.2,
-                       samples_per_episode=4)
+    dm = ACTDataModule(
+        str(tmp_path),
+        cameras=["top"],
+        chunk_size=8,
+        batch_size=4,
+        num_workers=2,
+        val_fraction=0.2,
+        samples_per_episode=4,
+    )
     dm.setup("fit")
     assert len(dm.train_set.episode_ids) == 4 and len(dm.val_set.episode_ids) == 1
     batches = list(dm.train_dataloader())

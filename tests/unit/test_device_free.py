@@ -11,13 +11,13 @@ from __future__ import annotations
 import warnings
 
 import torch
+from helpers import IMAGE_HW, tiny_config
 from torch import nn
 
 from act.model.loss import act_loss
 from act.model.normalized import NormalizedACT
 from act.model.spec import PolicySpec
 from act.runtime.export import example_inputs, export
-from helpers import IMAGE_HW, tiny_config
 
 
 def tiny_network() -> NormalizedACT:

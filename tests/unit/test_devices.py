@@ -27,8 +27,10 @@ def test_a_checkpoint_saved_on_cuda_0_loads_onto_the_cpu(tmp_path, monkeypatch):
     # Saved as rank 0 of a GPU run writes it: every tensor tagged cuda:0. Loaded on a CUDA-less
     # machine with that location kept, torch would refuse; under DDP every rank would fill GPU 0.
     with monkeypatch.context() as m:
-        registry = [(0, lambda storage: "cuda:0" if storage.device.type == "cpu" else None, lambda obj, loc: None),
-                    *torch.serialization._package_registry]
+        registry = [
+            (0, lambda storage: "cuda:0" if storage.device.type == "cpu" else None, lambda obj, loc: None),
+            *torch.serialization._package_registry,
+        ]
         m.setattr(torch.serialization, "_package_registry", registry)
         torch.save({"state_dict": {"w": torch.ones(3)}}, tmp_path / "gpu.ckpt")
     with pytest.raises(RuntimeError, match="CUDA"):
@@ -79,14 +81,17 @@ def test_resuming_an_eight_gpu_run_on_one_gpu_restores_its_own_generator(one_gpu
 
 
 # -- the memory layout, per device ----------------------------------------------------------------
-@pytest.mark.parametrize("device, capability, precision, expected", [
-    ("cpu", None, "bf16-mixed", True),
-    ("cuda", (9, 0), "bf16-mixed", True),    # H100: tensor cores
-    ("cuda", (8, 0), "32-true", True),       # A100: fp32 convolutions on TF32 tensor cores
-    ("cuda", (7, 5), "16-mixed", True),      # T4 / RTX 2080 Ti: fp16 tensor cores
-    ("cuda", (7, 5), "32-true", False),      # ... but no TF32: NCHW, cuDNN's own layout
-    ("cuda", (6, 0), "16-mixed", False),     # P100: no tensor cores
-])
+@pytest.mark.parametrize(
+    "device, capability, precision, expected",
+    [
+        ("cpu", None, "bf16-mixed", True),
+        ("cuda", (9, 0), "bf16-mixed", True),  # H100: tensor cores
+        ("cuda", (8, 0), "32-true", True),  # A100: fp32 convolutions on TF32 tensor cores
+        ("cuda", (7, 5), "16-mixed", True),  # T4 / RTX 2080 Ti: fp16 tensor cores
+        ("cuda", (7, 5), "32-true", False),  # ... but no TF32: NCHW, cuDNN's own layout
+        ("cuda", (6, 0), "16-mixed", False),  # P100: no tensor cores
+    ],
+)
 def test_channels_last_where_the_convolutions_run_on_tensor_cores(monkeypatch, device, capability, precision, expected):
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
     assert channels_last_pays(torch.device(device), precision) is expected
@@ -124,12 +129,17 @@ def test_module_clipping_under_16_mixed_clips_the_true_gradients_of_a_fused_opti
 # -- no wait for the GPU at every step ---------------------------------------------------------------
 def divergence_trainer(log_every_n_steps: int, params) -> SimpleNamespace:
     optimizer = torch.optim.SGD(params, lr=0.1)
-    return SimpleNamespace(global_step=0, log_every_n_steps=log_every_n_steps, optimizers=[optimizer],
-                           precision_plugin=SimpleNamespace(scaler=None))
+    return SimpleNamespace(
+        global_step=0,
+        log_every_n_steps=log_every_n_steps,
+        optimizers=[optimizer],
+        precision_plugin=SimpleNamespace(scaler=None),
+    )
 
 
-def take_step(stop: StopOnDivergence, trainer, loss: torch.Tensor, grad_value: float, params,
-              device: str | None = None) -> SimpleNamespace:
+def take_step(
+    stop: StopOnDivergence, trainer, loss: torch.Tensor, grad_value: float, params, device: str | None = None
+) -> SimpleNamespace:
     """What Lightning calls around one optimiser step: backward, then the hook before the update, for a
     module on ``device`` (default: the parameters'). Returns the module, which holds the step's norm."""
     module = SimpleNamespace(device=torch.device(device) if device else params[0].device)
@@ -157,8 +167,11 @@ def test_a_late_read_still_names_the_step_that_diverged_and_stops_before_a_check
     stop, trainer = StopOnDivergence(), divergence_trainer(10, params)
     for loss, grad in [(2.0, 1.0), (1.5, 1.0), (1.25, math.inf), (1.0, 1.0)]:  # step 3: an infinite gradient
         take_step(stop, trainer, torch.tensor(loss), grad, params, device="cuda")  # a GPU's values: read late
-    with pytest.raises(DivergenceError, match=r"^training diverged at step 3: the gradient norm is inf \(the loss "
-                                              r"1\.25\); last finite loss 1\.5 at step 2\. .* \(now 0\.1: "):
+    with pytest.raises(
+        DivergenceError,
+        match=r"^training diverged at step 3: the gradient norm is inf \(the loss "
+        r"1\.25\); last finite loss 1\.5 at step 2\. .* \(now 0\.1: ",
+    ):
         stop.on_save_checkpoint(trainer, None, {})  # before a checkpoint is written, not at step 10
     every = StopOnDivergence(check_every_n_steps=1)
     take_step(every, trainer, torch.tensor(2.0), 1.0, params)
@@ -173,7 +186,7 @@ def test_on_a_cpu_divergence_is_read_every_step_and_its_norm_is_kept_for_clippin
     params = [torch.nn.Parameter(torch.zeros(3))]
     stop, trainer = StopOnDivergence(), divergence_trainer(10, params)
     module = take_step(stop, trainer, torch.tensor(2.0), 1.0, params)
-    assert float(module.step_grad_norm) == pytest.approx(3 ** 0.5)  # the module clips with it, no second pass
+    assert float(module.step_grad_norm) == pytest.approx(3**0.5)  # the module clips with it, no second pass
     with pytest.raises(DivergenceError, match="at step 2: the gradient norm is inf"):
         take_step(stop, trainer, torch.tensor(1.0), math.inf, params)
 

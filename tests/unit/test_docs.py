@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from helpers import ROOT
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -12,12 +12,15 @@ from act.envs.task import weld_target_pose
 SMALL = (48, 64)
 
 
-@pytest.mark.parametrize("kwargs, names", [
-    (dict(task="cube"), ["transfer_cube", "insertion"]),
-    (dict(task="insertion", mode="cartesian"), list(MODES)),
-    (dict(task="insertion", cameras=["top", "overhead"]), ["top", "left_wrist"]),
-    (dict(task="insertion", render_quality="ultra"), ["paper", "fast"]),
-])
+@pytest.mark.parametrize(
+    "kwargs, names",
+    [
+        (dict(task="cube"), ["transfer_cube", "insertion"]),
+        (dict(task="insertion", mode="cartesian"), list(MODES)),
+        (dict(task="insertion", cameras=["top", "overhead"]), ["top", "left_wrist"]),
+        (dict(task="insertion", render_quality="ultra"), ["paper", "fast"]),
+    ],
+)
 def test_unknown_names_list_the_valid_ones(kwargs, names):
     with pytest.raises(ValueError) as err:
         make_env(**kwargs)
@@ -104,13 +107,16 @@ def test_render_quality_switch():
 
 
 @pytest.mark.parametrize("mode, dim", [("joint", 14), ("ee", 16)])
-@pytest.mark.parametrize("bad, message", [
-    (lambda d: np.zeros(d - 1), "shape"),
-    (lambda d: np.zeros((1, d)), "shape"),
-    (lambda d: np.where(np.arange(d) == 3, np.nan, 0.0), "non-finite values at indices \\[3\\]"),
-    (lambda d: np.where(np.arange(d) == 0, np.inf, 0.0), "non-finite"),
-    (lambda d: "open", "numeric|shape"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (lambda d: np.zeros(d - 1), "shape"),
+        (lambda d: np.zeros((1, d)), "shape"),
+        (lambda d: np.where(np.arange(d) == 3, np.nan, 0.0), "non-finite values at indices \\[3\\]"),
+        (lambda d: np.where(np.arange(d) == 0, np.inf, 0.0), "non-finite"),
+        (lambda d: "open", "numeric|shape"),
+    ],
+)
 def test_bad_actions_raise_before_reaching_mujoco(mode, dim, bad, message):
     env = make_env("transfer_cube", mode, cameras=(), seed=0)
     env.reset()
@@ -159,7 +165,9 @@ def test_start_pose_puts_gripper_links_where_the_paper_says():
     env = make_env("transfer_cube", "ee", cameras=(), seed=0)
     env.reset()
     np.testing.assert_allclose(env.physics.named.data.xpos["vx300s_left/gripper_link"], INIT_MOCAP_POS_LEFT, atol=1e-5)
-    np.testing.assert_allclose(env.physics.named.data.xpos["vx300s_right/gripper_link"], INIT_MOCAP_POS_RIGHT, atol=1e-5)
+    np.testing.assert_allclose(
+        env.physics.named.data.xpos["vx300s_right/gripper_link"], INIT_MOCAP_POS_RIGHT, atol=1e-5
+    )
 
 
 def _tracking_error(env, steps: int = 60) -> float:
@@ -194,11 +202,13 @@ def test_torch_stack_imports_after_rendering():
     import subprocess
     import sys
 
-    code = ("from act.envs import make_env\n"
-            "env = make_env('transfer_cube', cameras=['top'], image_size=(16, 16))\n"
-            "env.reset(seed=0)\n"
-            "import torchvision, lightning\n"
-            "print('ok')\n")
+    code = (
+        "from act.envs import make_env\n"
+        "env = make_env('transfer_cube', cameras=['top'], image_size=(16, 16))\n"
+        "env.reset(seed=0)\n"
+        "import torchvision, lightning\n"
+        "print('ok')\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-2000:]
 
@@ -210,5 +220,6 @@ def test_seeds_give_gym_aloha_object_poses():
     cube, ins = make_env("transfer_cube", cameras=()), make_env("insertion", cameras=())
     for seed in (0, 7, 100000):
         np.testing.assert_allclose(cube.reset(seed=seed).observation["env_state"], sample_box_pose(seed))
-        np.testing.assert_allclose(ins.reset(seed=seed).observation["env_state"],
-                                   np.concatenate(sample_insertion_pose(seed)))
+        np.testing.assert_allclose(
+            ins.reset(seed=seed).observation["env_state"], np.concatenate(sample_insertion_pose(seed))
+        )

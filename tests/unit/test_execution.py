@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import CONFIGS
 from omegaconf import OmegaConf
 
 from act.runtime.execution import ExecutionConfig
 from act.runtime.plan import BLENDS
-from helpers import CONFIGS
 
 
 @pytest.mark.parametrize("blend", BLENDS)
@@ -26,10 +26,15 @@ def test_a_synchronous_query_every_n_action_steps(blend, n):
     assert queried == list(range(0, 24, n))
 
 
-@pytest.mark.parametrize("settings, n", [
-    (dict(), 10), (dict(temporal_ensemble_coeff=0.01), 1), (dict(blend="crossfade"), 5),
-    (dict(temporal_ensemble_coeff=0.01, blend="replace"), 10),
-])
+@pytest.mark.parametrize(
+    "settings, n",
+    [
+        (dict(), 10),
+        (dict(temporal_ensemble_coeff=0.01), 1),
+        (dict(blend="crossfade"), 5),
+        (dict(temporal_ensemble_coeff=0.01, blend="replace"), 10),
+    ],
+)
 def test_defaults_are_the_papers_modes(settings, n):
     # No coefficient: chunked, the whole chunk played; a coefficient: ensembling, a query every tick.
     assert ExecutionConfig(**settings).schedule(10).n_action_steps == n
@@ -41,20 +46,23 @@ def test_the_execution_configs_are_valid():
     assert ExecutionConfig.from_cfg(None) == ExecutionConfig()
 
 
-@pytest.mark.parametrize("settings, message", [
-    (dict(n_action_steps=11), "n_action_steps must be in 1..chunk_size=10"),
-    (dict(blend="ensemble"), "execution.blend=ensemble needs execution.temporal_ensemble_coeff"),
-    (dict(temporal_ensemble_coeff=0.01, blend="mix"), "execution.blend='mix' is unknown"),
-    (dict(n_action_steps=4, queue_threshold=4), "queue_threshold must be in 0..3"),
-    (dict(n_action_steps=0), "execution.n_action_steps must be a positive integer or null"),
-    (dict(n_action_steps=2.5), "execution.n_action_steps must be a positive integer"),
-    (dict(queue_threshold=-1), "execution.queue_threshold must be an integer >= 0"),
-    (dict(temporal_ensemble_coeff=-0.1), "execution.temporal_ensemble_coeff must be a number >= 0"),
-    (dict(crossfade_steps=0), "execution.crossfade_steps must be a positive integer"),
-    (dict(asynchronous="maybe"), "execution.asynchronous must be true or false"),
-    (dict(latency_ticks=-1), "execution.latency_ticks must be an integer >= 0"),
-    (dict(precision="fp8"), "execution.precision='fp8' is unknown"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        (dict(n_action_steps=11), "n_action_steps must be in 1..chunk_size=10"),
+        (dict(blend="ensemble"), "execution.blend=ensemble needs execution.temporal_ensemble_coeff"),
+        (dict(temporal_ensemble_coeff=0.01, blend="mix"), "execution.blend='mix' is unknown"),
+        (dict(n_action_steps=4, queue_threshold=4), "queue_threshold must be in 0..3"),
+        (dict(n_action_steps=0), "execution.n_action_steps must be a positive integer or null"),
+        (dict(n_action_steps=2.5), "execution.n_action_steps must be a positive integer"),
+        (dict(queue_threshold=-1), "execution.queue_threshold must be an integer >= 0"),
+        (dict(temporal_ensemble_coeff=-0.1), "execution.temporal_ensemble_coeff must be a number >= 0"),
+        (dict(crossfade_steps=0), "execution.crossfade_steps must be a positive integer"),
+        (dict(asynchronous="maybe"), "execution.asynchronous must be true or false"),
+        (dict(latency_ticks=-1), "execution.latency_ticks must be an integer >= 0"),
+        (dict(precision="fp8"), "execution.precision='fp8' is unknown"),
+    ],
+)
 def test_bad_execution_settings(settings, message):
     with pytest.raises(ValueError, match=message):
         ExecutionConfig(**settings).schedule(10)

@@ -8,8 +8,15 @@ import pytest
 from act.envs import TASKS
 from act.envs.constants import MAX_REWARD
 from act.envs.demonstration import DemonstrationRecorder
-from act.envs.experts import (ScriptedSettings, Waypoint, interpolate, make_expert, quat_from_axis_angle, quat_mul,
-                          quat_rotate)
+from act.envs.experts import (
+    ScriptedSettings,
+    Waypoint,
+    interpolate,
+    make_expert,
+    quat_from_axis_angle,
+    quat_mul,
+    quat_rotate,
+)
 
 
 def test_quaternion_helpers():

@@ -12,8 +12,9 @@ from act.envs.experts import ScriptedSettings, make_expert
 from act.envs.human_like import HumanLikeSettings, Timing, draw_timing
 
 STILL = 10  # ticks: a run of identical commands this long before the task ends is a pause
-CALM = HumanLikeSettings(meeting_points=1, noise=0.0, speed=0.0, pauses=0, tremor=0.0, approach=0.0,
-                         correction=0.0, grasp_offset=0.0)
+CALM = HumanLikeSettings(
+    meeting_points=1, noise=0.0, speed=0.0, pauses=0, tremor=0.0, approach=0.0, correction=0.0, grasp_offset=0.0
+)
 
 
 @pytest.fixture(scope="module")
@@ -130,18 +131,23 @@ def test_human_like_demonstrations_succeed_in_the_joint_replay(task):
         assert episode.expert_choices["meeting_point"] in (0, 1) and len(episode.expert_choices["pauses"]) == 2
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(meeting_points=4), "expert.meeting_points must be a whole number from 1 to 3, got 4"),
-    (dict(meeting_points=0), "expert.meeting_points must be a whole number from 1 to 3, got 0"),
-    (dict(speed=1.0), r"expert.speed must be a number in \[0, 1\)"),
-    (dict(pauses=1.5), "expert.pauses must be a whole number >= 0, got 1.5"),
-    (dict(pause_ticks=(5,)), r"expert.pause_ticks must be \[shortest, longest\] in ticks, got \(5,\)"),
-    (dict(pause_ticks=(20, 10)), r"expert.pause_ticks\[1\] must be a whole number >= 20"),
-    (dict(tremor=-0.001), "expert.tremor must be a number >= 0 metres, got -0.001"),
-    (dict(noise="loud"), "expert.noise must be a number >= 0 metres, got 'loud'"),
-    (dict(pauses=5, pause_ticks=(10, 40)), "expert.pauses=5 of up to expert.pause_ticks.1.=40 ticks may stop the "
-                                          "hands 200 ticks, more than 150"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(meeting_points=4), "expert.meeting_points must be a whole number from 1 to 3, got 4"),
+        (dict(meeting_points=0), "expert.meeting_points must be a whole number from 1 to 3, got 0"),
+        (dict(speed=1.0), r"expert.speed must be a number in \[0, 1\)"),
+        (dict(pauses=1.5), "expert.pauses must be a whole number >= 0, got 1.5"),
+        (dict(pause_ticks=(5,)), r"expert.pause_ticks must be \[shortest, longest\] in ticks, got \(5,\)"),
+        (dict(pause_ticks=(20, 10)), r"expert.pause_ticks\[1\] must be a whole number >= 20"),
+        (dict(tremor=-0.001), "expert.tremor must be a number >= 0 metres, got -0.001"),
+        (dict(noise="loud"), "expert.noise must be a number >= 0 metres, got 'loud'"),
+        (
+            dict(pauses=5, pause_ticks=(10, 40)),
+            "expert.pauses=5 of up to expert.pause_ticks.1.=40 ticks may stop the hands 200 ticks, more than 150",
+        ),
+    ],
+)
 def test_impossible_settings_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         HumanLikeSettings(**kwargs)

@@ -45,8 +45,7 @@ def test_latency_in_ticks_rounds_up(latency_ms, ticks):
 
 @pytest.mark.parametrize("d", [0, 2, 4])
 def test_async_execution_compensates_latency(d):
-    policy = ACTPolicy(RampPredictor(), asynchronous=True, blend="replace", queue_threshold=max(d, 1),
-                       latency_ticks=d)
+    policy = ACTPolicy(RampPredictor(), asynchronous=True, blend="replace", queue_threshold=max(d, 1), latency_ticks=d)
     actions, fresh = _run(policy, 40)
     assert not fresh[:d].any() and fresh[d:].all()  # only the first query's wait is held
     np.testing.assert_array_equal(actions[d:], np.arange(d, 40))  # the action for tick t is played at t
@@ -75,8 +74,9 @@ def test_sync_and_async_are_identical_without_latency():
             def __call__(self, qpos, images):
                 return np.stack([next(chunks) for _ in range(len(qpos))])
 
-        runs.append(_run(ACTPolicy(Replay(), temporal_ensemble_coeff=0.01, n_action_steps=3,
-                                   asynchronous=asynchronous), 30)[0])
+        runs.append(
+            _run(ACTPolicy(Replay(), temporal_ensemble_coeff=0.01, n_action_steps=3, asynchronous=asynchronous), 30)[0]
+        )
     np.testing.assert_array_equal(runs[0], runs[1])
 
 

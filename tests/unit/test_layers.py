@@ -50,9 +50,13 @@ def test_every_package_of_act_has_a_layer():
 
 
 def test_only_the_apps_read_hydra_configs():
-    offenders = [f"{path.relative_to(ROOT)}:{line} imports {name}"
-                 for module, path in modules().items() if layer_of(module) != LAYERS.index("apps")
-                 for line, name in imported(path) if name.split(".")[0] in CONFIG_PACKAGES]
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line} imports {name}"
+        for module, path in modules().items()
+        if layer_of(module) != LAYERS.index("apps")
+        for line, name in imported(path)
+        if name.split(".")[0] in CONFIG_PACKAGES
+    ]
     assert not offenders, "hydra/omegaconf below act/apps:\n" + "\n".join(offenders)
 
 

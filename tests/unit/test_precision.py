@@ -23,11 +23,14 @@ NATIVE = BF16Probe("cpu", native=True, fp32_ms=0.3, bf16_ms=0.1, detail="CPU cap
 def probe_says(monkeypatch):
     def set_probe(result: BF16Probe):
         monkeypatch.setattr(P, "probe_bf16", lambda device_type="cpu": result)
+
     return set_probe
 
 
-@pytest.mark.parametrize("capability, expected", [((6, 0), "32-true"), ((7, 0), "16-mixed"), ((7, 5), "16-mixed"),
-                                                  ((8, 0), "bf16-mixed"), ((9, 0), "bf16-mixed")])
+@pytest.mark.parametrize(
+    "capability, expected",
+    [((6, 0), "32-true"), ((7, 0), "16-mixed"), ((7, 5), "16-mixed"), ((8, 0), "bf16-mixed"), ((9, 0), "bf16-mixed")],
+)
 def test_auto_on_cuda_follows_the_compute_capability(mock_gpus, capability, expected):
     # P100 (6.0): no tensor cores; V100, T4, RTX 2080 Ti (7.x): fp16 ones, bf16 emulated; A100, H100: bf16.
     mock_gpus(capability)
@@ -82,6 +85,7 @@ def test_a_caller_that_reports_emulation_itself_is_told_without_a_warning(probe_
 def test_explicit_fp32_needs_no_probe(monkeypatch):
     def fail(*args):
         raise AssertionError("probed")
+
     monkeypatch.setattr(P, "probe_bf16", fail)
     assert resolve_precision("32-true", "cpu").precision == "32-true"
 
@@ -94,7 +98,9 @@ def test_unknown_precision_names_the_valid_ones():
 
 
 def test_device_names():
-    assert P.device_type_of("cpu") == "cpu" and P.device_type_of("gpu") == "cuda" and P.device_type_of("cuda:1") == "cuda"
+    assert (
+        P.device_type_of("cpu") == "cpu" and P.device_type_of("gpu") == "cuda" and P.device_type_of("cuda:1") == "cuda"
+    )
     assert P.device_type_of(None) == ("cuda" if torch.cuda.is_available() else "cpu")
 
 
@@ -107,9 +113,11 @@ def test_the_real_probe_agrees_with_onednn():
 
 def test_avx2_limits_are_honoured_in_a_fresh_process():
     # The issue's recipe for an AVX2-class CPU on a newer one: torch must then choose fp32.
-    code = ("import json, torch; from act.runtime.precision import probe_bf16, resolve_precision; p = probe_bf16('cpu'); "
-            "print(json.dumps({'cap': torch.backends.cpu.get_cpu_capability(), 'native': p.native, "
-            "'auto': resolve_precision('auto').precision}))")
+    code = (
+        "import json, torch; from act.runtime.precision import probe_bf16, resolve_precision; p = probe_bf16('cpu'); "
+        "print(json.dumps({'cap': torch.backends.cpu.get_cpu_capability(), 'native': p.native, "
+        "'auto': resolve_precision('auto').precision}))"
+    )
     env = {**os.environ, "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])

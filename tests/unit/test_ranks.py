@@ -7,6 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from helpers import CONFIGS, demo_overrides, tiny_overrides
 from hydra import compose, initialize_config_dir
 from lightning.pytorch.utilities import rank_zero_only
 
@@ -16,14 +17,20 @@ from act.data.datamodule import ACTDataModule, auto_workers
 from act.training import run
 from act.training.eval_callback import EvalCallback, EvaluationError
 from act.training.marks import WallClockCheckpoints, mark_name
-from helpers import CONFIGS, demo_overrides, tiny_overrides
 
 
 def fake_trainer(rank: int, broadcast, step: int = 0) -> SimpleNamespace:
     """A trainer of rank ``rank`` whose strategy broadcasts with ``broadcast``; it records its saves."""
     saved: list = []
-    return SimpleNamespace(global_step=step, is_global_zero=rank == 0, strategy=SimpleNamespace(broadcast=broadcast),
-                           save_checkpoint=saved.append, saved=saved, default_root_dir=".", loggers=[])
+    return SimpleNamespace(
+        global_step=step,
+        is_global_zero=rank == 0,
+        strategy=SimpleNamespace(broadcast=broadcast),
+        save_checkpoint=saved.append,
+        saved=saved,
+        default_root_dir=".",
+        loggers=[],
+    )
 
 
 def test_rank_zero_s_clock_decides_when_every_rank_saves_a_mark(tmp_path):
@@ -74,14 +81,17 @@ def test_a_failed_evaluation_on_rank_zero_stops_every_rank_after_the_broadcast(m
         errors[rank] = str(err.value)
     assert sent == [{"error": "RuntimeError: no EGL display"}]
     assert errors[0] == errors[1]
-    assert errors[0].startswith("closed-loop evaluation at step 2 failed on rank 0 (RuntimeError: no EGL display), "
-                                "so training stopped on every rank")
+    assert errors[0].startswith(
+        "closed-loop evaluation at step 2 failed on rank 0 (RuntimeError: no EGL display), "
+        "so training stopped on every rank"
+    )
 
 
 def test_after_ddp_training_only_rank_zero_evaluates_the_demo(monkeypatch, tmp_path):
     monkeypatch.setattr(rank_zero_only, "rank", 1)
-    monkeypatch.setattr(demo_app, "record_with_bar", lambda settings: SimpleNamespace(kept=2, recorded=0,
-                                                                                   expert_success_rate=None))
+    monkeypatch.setattr(
+        demo_app, "record_with_bar", lambda settings: SimpleNamespace(kept=2, recorded=0, expert_success_rate=None)
+    )
     monkeypatch.setattr(demo_app, "train", lambda cfg: {})  # every rank returns from training
     monkeypatch.setattr(demo_app, "evaluate_and_save", no_evaluation)
     monkeypatch.setattr(demo_app, "explicit_overrides", lambda: ["trainer.max_steps=4"])
@@ -96,8 +106,14 @@ def test_after_ddp_training_only_rank_zero_scores_the_learning_curve(monkeypatch
     monkeypatch.setattr(curve_app, "train", lambda cfg: {})
     monkeypatch.setattr(curve_app, "evaluate_and_save", no_evaluation)
     (tmp_path / "data").mkdir()
-    overrides = [*tiny_overrides(tmp_path / "data", tmp_path / "run"), "policy.lr_warmup_steps=1", "curve.name=tiny",
-                 f"curve.dir={tmp_path / 'curves'}", "curve.max_steps=2", "curve.overrides=[]"]
+    overrides = [
+        *tiny_overrides(tmp_path / "data", tmp_path / "run"),
+        "policy.lr_warmup_steps=1",
+        "curve.name=tiny",
+        f"curve.dir={tmp_path / 'curves'}",
+        "curve.max_steps=2",
+        "curve.overrides=[]",
+    ]
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("learning_curve", overrides=overrides)
     assert curve_app.main(cfg) == {}
@@ -105,8 +121,9 @@ def test_after_ddp_training_only_rank_zero_scores_the_learning_curve(monkeypatch
 
 
 def ranked(rank: int, world: int, processes: int | None = None) -> SimpleNamespace:
-    return SimpleNamespace(global_rank=rank, world_size=world, num_devices=processes or world,
-                           is_global_zero=rank == 0, max_steps=-1)
+    return SimpleNamespace(
+        global_rank=rank, world_size=world, num_devices=processes or world, is_global_zero=rank == 0, max_steps=-1
+    )
 
 
 def test_each_rank_validates_its_own_share_of_the_validation_samples(demos):
@@ -127,8 +144,11 @@ def test_an_image_cache_that_every_process_cannot_keep_is_refused(demos, monkeyp
     dm.setup("fit")
     nbytes = sum(frames.nbytes for split in (dm.train_set, dm.val_set) for frames in split._images.values())
     monkeypatch.setattr(run, "available_memory", lambda: 2 * nbytes)  # room for 2 more copies; 3 more needed
-    with pytest.raises(run.ConfigError, match=r"data.cache_images=true keeps every frame in each of the 4 training "
-                                              r"processes on this machine, .* set data.cache_images=false"):
+    with pytest.raises(
+        run.ConfigError,
+        match=r"data.cache_images=true keeps every frame in each of the 4 training "
+        r"processes on this machine, .* set data.cache_images=false",
+    ):
         run.check_image_cache(dm, ranked(0, 4))
     run.check_image_cache(dm, ranked(0, 3))  # 2 more copies fit
     run.check_image_cache(dm, ranked(0, 4, processes=1))  # one process a machine

@@ -28,7 +28,9 @@ def test_the_higher_step_wins_not_the_newer_file(tmp_path, last_step, interrupte
     # Either way round, the file at the lower step is the newer one: a rule by file time picks it.
     older, newer = 1_000_000, 2_000_000
     last = save(tmp_path / "last.ckpt", last_step, newer if last_step < interrupted_step else older)
-    interrupted = save(tmp_path / "interrupted.ckpt", interrupted_step, newer if interrupted_step < last_step else older)
+    interrupted = save(
+        tmp_path / "interrupted.ckpt", interrupted_step, newer if interrupted_step < last_step else older
+    )
     assert resume_checkpoint([tmp_path]) == ((last, 10) if last_step > interrupted_step else (interrupted, 10))
 
 
@@ -55,12 +57,19 @@ def test_an_unreadable_checkpoint_is_named(tmp_path):
 
 def test_resuming_with_another_camera_setup_names_the_setting():
     # The spec's fields that a setting chooses (task, task.cameras, task.image_size) must match the checkpoint's.
-    saved = {"model": {"chunk_size": 10},
-             "deployment": PolicySpec(task="transfer_cube", camera_names=("top",)).to_dict()}
-    now = {"model": {"chunk_size": 10},
-           "deployment": PolicySpec(task="transfer_cube", camera_names=("top", "angle"), chunk_size=10).to_dict()}
-    with pytest.raises(ConfigError, match=r"cannot resume from last.ckpt: task.cameras=\['top'\] in the checkpoint, "
-                                          r"\['top', 'angle'\] here; resume with the checkpoint's settings "
-                                          r"\(task.cameras=\['top'\]\) or drop ckpt_path"):
+    saved = {
+        "model": {"chunk_size": 10},
+        "deployment": PolicySpec(task="transfer_cube", camera_names=("top",)).to_dict(),
+    }
+    now = {
+        "model": {"chunk_size": 10},
+        "deployment": PolicySpec(task="transfer_cube", camera_names=("top", "angle"), chunk_size=10).to_dict(),
+    }
+    with pytest.raises(
+        ConfigError,
+        match=r"cannot resume from last.ckpt: task.cameras=\['top'\] in the checkpoint, "
+        r"\['top', 'angle'\] here; resume with the checkpoint's settings "
+        r"\(task.cameras=\['top'\]\) or drop ckpt_path",
+    ):
         check_resume(Path("last.ckpt"), {"hyper_parameters": saved}, SimpleNamespace(hparams=now))
     check_resume(Path("last.ckpt"), {"hyper_parameters": saved}, SimpleNamespace(hparams=saved))

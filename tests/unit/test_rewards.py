@@ -16,29 +16,35 @@ def _touching(*pairs):
     return lambda a, b: frozenset((a, b)) in contacts
 
 
-@pytest.mark.parametrize("pairs, reward", [
-    ([("red_box", "table")], 0),
-    ([("red_box", RIGHT_FINGER), ("red_box", "table")], 1),
-    ([("red_box", RIGHT_FINGER)], 2),
-    ([("red_box", RIGHT_FINGER), ("red_box", LEFT_FINGER), ("red_box", "table")], 3),
-    ([("red_box", RIGHT_FINGER), ("red_box", LEFT_FINGER)], 4),
-    ([("red_box", LEFT_FINGER)], 4),
-])
+@pytest.mark.parametrize(
+    "pairs, reward",
+    [
+        ([("red_box", "table")], 0),
+        ([("red_box", RIGHT_FINGER), ("red_box", "table")], 1),
+        ([("red_box", RIGHT_FINGER)], 2),
+        ([("red_box", RIGHT_FINGER), ("red_box", LEFT_FINGER), ("red_box", "table")], 3),
+        ([("red_box", RIGHT_FINGER), ("red_box", LEFT_FINGER)], 4),
+        ([("red_box", LEFT_FINGER)], 4),
+    ],
+)
 def test_transfer_cube_stage_logic(pairs, reward):
     task = TransferCubeTask("joint", (), (8, 8))
     assert task.reward_from_contacts(_touching(*pairs)) == reward
 
 
-@pytest.mark.parametrize("pairs, reward", [
-    ([("red_peg", "table"), ("socket-1", "table")], 0),
-    ([("red_peg", RIGHT_FINGER), ("red_peg", "table"), ("socket-1", "table")], 0),
-    ([("red_peg", RIGHT_FINGER), ("socket-3", LEFT_FINGER), ("red_peg", "table"), ("socket-1", "table")], 1),
-    ([("red_peg", RIGHT_FINGER), ("socket-3", LEFT_FINGER), ("socket-1", "table")], 1),
-    ([("red_peg", RIGHT_FINGER), ("socket-4", LEFT_FINGER)], 2),
-    ([("red_peg", RIGHT_FINGER), ("socket-4", LEFT_FINGER), ("red_peg", "socket-2")], 3),
-    ([("red_peg", "socket-2"), ("socket-1", "table")], 0),
-    ([("red_peg", RIGHT_FINGER), ("socket-4", LEFT_FINGER), ("red_peg", "socket-2"), ("red_peg", "pin")], 4),
-])
+@pytest.mark.parametrize(
+    "pairs, reward",
+    [
+        ([("red_peg", "table"), ("socket-1", "table")], 0),
+        ([("red_peg", RIGHT_FINGER), ("red_peg", "table"), ("socket-1", "table")], 0),
+        ([("red_peg", RIGHT_FINGER), ("socket-3", LEFT_FINGER), ("red_peg", "table"), ("socket-1", "table")], 1),
+        ([("red_peg", RIGHT_FINGER), ("socket-3", LEFT_FINGER), ("socket-1", "table")], 1),
+        ([("red_peg", RIGHT_FINGER), ("socket-4", LEFT_FINGER)], 2),
+        ([("red_peg", RIGHT_FINGER), ("socket-4", LEFT_FINGER), ("red_peg", "socket-2")], 3),
+        ([("red_peg", "socket-2"), ("socket-1", "table")], 0),
+        ([("red_peg", RIGHT_FINGER), ("socket-4", LEFT_FINGER), ("red_peg", "socket-2"), ("red_peg", "pin")], 4),
+    ],
+)
 def test_insertion_stage_logic(pairs, reward):
     task = InsertionTask("joint", (), (8, 8))
     assert task.reward_from_contacts(_touching(*pairs)) == reward

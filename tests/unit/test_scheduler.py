@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from act.runtime.plan import ActionPlan
 from act.runtime.execution import ExecutionConfig
+from act.runtime.plan import ActionPlan
 from act.runtime.scheduler import ChunkScheduler
 
 
@@ -121,8 +121,7 @@ def test_async_ensembling_averages_by_absolute_tick(coeff):
     delays = rng.integers(0, 6, size=100)
     s = ChunkScheduler(k, "ensemble", k, threshold=k - 1, blocking=False, coeff=coeff)
     chunks = {}
-    out, queries = drive(s, lambda t: chunks.setdefault(t, rng.normal(size=(k, 2))), 60,
-                         delay=lambda i: int(delays[i]))
+    out, queries = drive(s, lambda t: chunks.setdefault(t, rng.normal(size=(k, 2))), 60, delay=lambda i: int(delays[i]))
     for t, (action, _) in enumerate(out):
         preds = np.array([chunks[q][t - q] for q, arrive in queries if arrive <= t and q <= t < q + k])
         if not len(preds):
@@ -143,7 +142,7 @@ def test_crossfade_ramps_from_the_pending_plan_to_the_new_chunk():
     second = queries[1][1]  # the tick the second chunk arrives
     played = [a[0] if a is not None else None for a, _ in out]
     expected = [10 + (20 - 10) * min(1.0, j / (ramp + 1)) for j in range(1, ramp + 2)]
-    np.testing.assert_allclose(played[second:second + ramp + 1], expected)
+    np.testing.assert_allclose(played[second : second + ramp + 1], expected)
     assert out[second][1] and not out[second + 1][1]  # the switch is flagged once
 
 
@@ -168,12 +167,18 @@ def test_a_chunk_entirely_in_the_past_plays_nothing():
     assert all(a is None for a, _ in out) and s.skipped == 3 * k  # queries at 0, 5, 10, 15; three arrived
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(horizon=0), "horizon"), (dict(horizon=11), "horizon"), (dict(threshold=10), "queue_threshold"),
-    (dict(threshold=-1), "queue_threshold"), (dict(blend="average"), "unknown blend"),
-    (dict(blend="ensemble", coeff=-1.0), "temporal_ensemble_coeff"),
-    (dict(blend="crossfade", crossfade_steps=0), "crossfade_steps"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(horizon=0), "horizon"),
+        (dict(horizon=11), "horizon"),
+        (dict(threshold=10), "queue_threshold"),
+        (dict(threshold=-1), "queue_threshold"),
+        (dict(blend="average"), "unknown blend"),
+        (dict(blend="ensemble", coeff=-1.0), "temporal_ensemble_coeff"),
+        (dict(blend="crossfade", crossfade_steps=0), "crossfade_steps"),
+    ],
+)
 def test_bad_scheduler_settings(kwargs, message):
     with pytest.raises(ValueError, match=message):
         ChunkScheduler(10, **kwargs)

@@ -8,8 +8,8 @@ import torch
 
 from act.model.transformer import MultiHeadAttention, TransformerDecoder, TransformerEncoder, attention
 
-
 # ---------------------------------------------------------------- attention and masks
+
 
 def _reference_attention(q, k, v, key_padding_mask):
     scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])  # (B, H, T_q, T_k)
@@ -51,6 +51,7 @@ def test_all_masked_query_row_gives_zeros_not_nan():
 
 
 # ---------------------------------------------------------------- transformer depth
+
 
 def test_transformer_stacks_use_every_layer():
     torch.manual_seed(0)

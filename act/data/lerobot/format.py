@@ -23,8 +23,8 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from act.data.episodes import DatasetError
 from act.common.aloha import FPS
+from act.data.episodes import DatasetError
 
 CODEBASE_VERSION = "v3.0"
 CHUNKS_SIZE = 1000  # files per chunk folder
@@ -45,8 +45,13 @@ EFFORT = "observation.effort"  # real-robot files only
 IMAGE_PREFIX = "observation.images."
 ROBOT_TYPE = "aloha"
 # Columns LeRobot adds to every frame (``lerobot.utils.constants.DEFAULT_FEATURES``).
-FRAME_COLUMNS = {"timestamp": "float32", "frame_index": "int64", "episode_index": "int64", "index": "int64",
-                 "task_index": "int64"}
+FRAME_COLUMNS = {
+    "timestamp": "float32",
+    "frame_index": "int64",
+    "episode_index": "int64",
+    "index": "int64",
+    "task_index": "int64",
+}
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
 STAT_KEYS = ("min", "max", "mean", "std", "count", "q01", "q10", "q50", "q90", "q99")
 TIMESTAMP_TOLERANCE_S = 1e-4  # LeRobotDataset's default tolerance_s
@@ -54,10 +59,15 @@ TIMESTAMP_TOLERANCE_S = 1e-4  # LeRobotDataset's default tolerance_s
 ARM_JOINTS = ("waist", "shoulder", "elbow", "forearm_roll", "wrist_angle", "wrist_rotate")
 MOTOR_NAMES = tuple(f"{side}_{joint}" for side in ("left", "right") for joint in (*ARM_JOINTS, "gripper"))
 # Written beside the names of state and action: what the numbers mean (issue: the gripper's scale).
-JOINT_UNITS = {"arm_joints": "rad", "gripper": "normalised finger opening: 0 closed, 1 open",
-               "order": "left arm first: left 6 joints, left gripper, right 6 joints, right gripper"}
-V21_CONVERTER = ("python -m lerobot.scripts.convert_dataset_v21_to_v30 --repo-id=<id> --root={folder} "
-                 "--push-to-hub=false")  # LeRobot's module, as lerobot 0.6.1 names it
+JOINT_UNITS = {
+    "arm_joints": "rad",
+    "gripper": "normalised finger opening: 0 closed, 1 open",
+    "order": "left arm first: left 6 joints, left gripper, right 6 joints, right gripper",
+}
+V21_CONVERTER = (
+    "python -m lerobot.scripts.convert_dataset_v21_to_v30 --repo-id=<id> --root={folder} "
+    "--push-to-hub=false"
+)  # LeRobot's module, as lerobot 0.6.1 names it
 
 log = logging.getLogger(__name__)
 
@@ -161,8 +171,10 @@ def _load_json(path: Path) -> dict:
 def _vector_dim(folder: Path, key: str, feature: dict) -> int:
     shape = feature.get("shape")
     if feature.get("dtype") not in ("float32", "float64") or not isinstance(shape, list) or len(shape) != 1:
-        raise LeRobotFormatError(f"{folder}: feature {key!r} must be a float32 vector (dim,), meta/info.json says "
-                                 f"dtype {feature.get('dtype')!r} shape {shape}")
+        raise LeRobotFormatError(
+            f"{folder}: feature {key!r} must be a float32 vector (dim,), meta/info.json says "
+            f"dtype {feature.get('dtype')!r} shape {shape}"
+        )
     return int(shape[0])
 
 
@@ -171,8 +183,9 @@ def _image_shape(folder: Path, key: str, feature: dict) -> tuple[int, int, int]:
     if len(shape) == 3 and names[:1] == ["channels"] and shape[0] == 3:  # stored channel-first
         shape = shape[1:] + shape[:1]
     if len(shape) != 3 or shape[2] != 3:
-        raise LeRobotFormatError(f"{folder}: camera {key!r} must be an RGB image (H, W, 3), meta/info.json says "
-                                 f"shape {feature.get('shape')}")
+        raise LeRobotFormatError(
+            f"{folder}: camera {key!r} must be an RGB image (H, W, 3), meta/info.json says shape {feature.get('shape')}"
+        )
     return int(shape[0]), int(shape[1]), 3
 
 
@@ -186,50 +199,77 @@ def read_info(folder: Path | str) -> LeRobotInfo:
     if not folder.is_dir():
         raise LeRobotFormatError(f"dataset folder {folder} does not exist")
     if not is_lerobot_folder(folder):
-        raise LeRobotFormatError(f"{folder} has no {INFO_PATH}: not a LeRobot dataset (data.format=act_hdf5 reads "
-                                 "episode_*.hdf5 folders)")
+        raise LeRobotFormatError(
+            f"{folder} has no {INFO_PATH}: not a LeRobot dataset (data.format=act_hdf5 reads episode_*.hdf5 folders)"
+        )
     raw = _load_json(folder / INFO_PATH)
     version = str(raw.get("codebase_version", "unknown"))
     if version != CODEBASE_VERSION or (folder / LEGACY_EPISODES_PATH).is_file():
-        raise LeRobotFormatError(f"{folder} is a LeRobot {version} dataset; this reads v3.0 only: convert it with "
-                                 f"LeRobot's converter (lerobot>=0.4): {V21_CONVERTER.format(folder=folder)}")
+        raise LeRobotFormatError(
+            f"{folder} is a LeRobot {version} dataset; this reads v3.0 only: convert it with "
+            f"LeRobot's converter (lerobot>=0.4): {V21_CONVERTER.format(folder=folder)}"
+        )
     fps = raw.get("fps")
     if fps != FPS:
-        raise LeRobotFormatError(f"{folder}: fps {fps} in {INFO_PATH}, but ACT here runs at {FPS} Hz (one action "
-                                 f"per 20 ms tick); resample the dataset to {FPS} fps first")
+        raise LeRobotFormatError(
+            f"{folder}: fps {fps} in {INFO_PATH}, but ACT here runs at {FPS} Hz (one action "
+            f"per 20 ms tick); resample the dataset to {FPS} fps first"
+        )
     features = raw.get("features")
     if not isinstance(features, dict):
         raise LeRobotFormatError(f"{folder}: {INFO_PATH} has no 'features'")
     missing = [key for key in (STATE, ACTION, *FRAME_COLUMNS) if key not in features]
     if missing:
-        raise LeRobotFormatError(f"{folder}: {INFO_PATH} lacks feature(s) {', '.join(missing)}; ACT needs the joint "
-                                 f"state ({STATE}) and the joint command ({ACTION}) of every frame")
+        raise LeRobotFormatError(
+            f"{folder}: {INFO_PATH} lacks feature(s) {', '.join(missing)}; ACT needs the joint "
+            f"state ({STATE}) and the joint command ({ACTION}) of every frame"
+        )
     state_dim = _vector_dim(folder, STATE, features[STATE])
     action_dim = _vector_dim(folder, ACTION, features[ACTION])
     for key in (VELOCITY, EFFORT):
         if key in features:
             _vector_dim(folder, key, features[key])
-    cameras = sorted(key[len(IMAGE_PREFIX):] for key, ft in features.items()
-                     if key.startswith(IMAGE_PREFIX) and ft.get("dtype") in ("video", "image"))
+    cameras = sorted(
+        key[len(IMAGE_PREFIX) :]
+        for key, ft in features.items()
+        if key.startswith(IMAGE_PREFIX) and ft.get("dtype") in ("video", "image")
+    )
     if not cameras:
-        raise LeRobotFormatError(f"{folder}: {INFO_PATH} has no camera feature ({IMAGE_PREFIX}<camera> with dtype "
-                                 "video or image); ACT policies see images")
+        raise LeRobotFormatError(
+            f"{folder}: {INFO_PATH} has no camera feature ({IMAGE_PREFIX}<camera> with dtype "
+            "video or image); ACT policies see images"
+        )
     shapes = {cam: _image_shape(folder, camera_key(cam), features[camera_key(cam)]) for cam in cameras}
     if len(set(shapes.values())) > 1:
         raise LeRobotFormatError(f"{folder}: cameras have different image sizes {shapes}; ACT needs one size")
     camera_dtype = {cam: features[camera_key(cam)]["dtype"] for cam in cameras}
     if "video" in camera_dtype.values() and not raw.get("video_path"):
         raise LeRobotFormatError(f"{folder}: video cameras but no 'video_path' in {INFO_PATH}")
-    info = LeRobotInfo(folder=folder, fps=int(fps), features=features, cameras=tuple(cameras),
-                       camera_dtype=camera_dtype, image_shape=shapes[cameras[0]], state_dim=state_dim,
-                       action_dim=action_dim, total_episodes=int(raw.get("total_episodes", 0)),
-                       total_frames=int(raw.get("total_frames", 0)), data_path=raw.get("data_path", DATA_PATH),
-                       video_path=raw.get("video_path"), chunks_size=int(raw.get("chunks_size", CHUNKS_SIZE)),
-                       robot_type=raw.get("robot_type"), raw=raw)
+    info = LeRobotInfo(
+        folder=folder,
+        fps=int(fps),
+        features=features,
+        cameras=tuple(cameras),
+        camera_dtype=camera_dtype,
+        image_shape=shapes[cameras[0]],
+        state_dim=state_dim,
+        action_dim=action_dim,
+        total_episodes=int(raw.get("total_episodes", 0)),
+        total_frames=int(raw.get("total_frames", 0)),
+        data_path=raw.get("data_path", DATA_PATH),
+        video_path=raw.get("video_path"),
+        chunks_size=int(raw.get("chunks_size", CHUNKS_SIZE)),
+        robot_type=raw.get("robot_type"),
+        raw=raw,
+    )
     if info.total_episodes <= 0:
         raise LeRobotFormatError(f"{folder}: {INFO_PATH} says total_episodes {info.total_episodes}: no episodes")
     if arm_order(info.state_names) == "right_first":
-        log.warning("%s: %s names list the right arm first (as openpi's ALOHA converter labels left-first ACT "
-                    "data); ACT's layout is [left 7, right 7] and the numbers are used in the order stored: check "
-                    "with `inspect_dataset.py export` that dimension 0 moves the left arm", folder, STATE)
+        log.warning(
+            "%s: %s names list the right arm first (as openpi's ALOHA converter labels left-first ACT "
+            "data); ACT's layout is [left 7, right 7] and the numbers are used in the order stored: check "
+            "with `inspect_dataset.py export` that dimension 0 moves the left arm",
+            folder,
+            STATE,
+        )
     return info

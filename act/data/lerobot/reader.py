@@ -19,9 +19,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from act.data.lerobot.format import (ACTION, EFFORT, FRAME_COLUMNS, STATE, STATS_PATH, TASKS_PATH,
-                                     TIMESTAMP_TOLERANCE_S, VELOCITY, LeRobotFormatError, LeRobotInfo, camera_key,
-                                     read_info)
+from act.data.lerobot.format import (
+    ACTION,
+    EFFORT,
+    FRAME_COLUMNS,
+    STATE,
+    STATS_PATH,
+    TASKS_PATH,
+    TIMESTAMP_TOLERANCE_S,
+    VELOCITY,
+    LeRobotFormatError,
+    LeRobotInfo,
+    camera_key,
+    read_info,
+)
 from act.data.lerobot.video import FrameDecoder, VideoError, check_video
 from act.data.schema import EpisodeInfo
 
@@ -34,8 +45,9 @@ def read_parquet(path: Path, columns: list[str] | None = None) -> pa.Table:
     try:
         return pq.read_table(path, columns=columns)
     except FileNotFoundError as err:
-        raise LeRobotFormatError(f"{path}: missing; the dataset is incomplete (an interrupted download or "
-                                 "conversion?)") from err
+        raise LeRobotFormatError(
+            f"{path}: missing; the dataset is incomplete (an interrupted download or conversion?)"
+        ) from err
     except (pa.ArrowException, OSError) as err:
         raise LeRobotFormatError(f"{path}: not a readable parquet file (truncated or corrupt?): {err}") from err
 
@@ -96,22 +108,34 @@ class LeRobotSource:
         rows = read_episode_rows(self.folder)
         indices = [row["episode_index"] for row in rows]
         if indices != list(range(self.info.total_episodes)):
-            raise LeRobotFormatError(f"{self.folder}: meta/episodes lists episodes {indices[:5]}... "
-                                     f"({len(indices)}), meta/info.json says {self.info.total_episodes}: incomplete")
+            raise LeRobotFormatError(
+                f"{self.folder}: meta/episodes lists episodes {indices[:5]}... "
+                f"({len(indices)}), meta/info.json says {self.info.total_episodes}: incomplete"
+            )
         self.rows = rows
         self._low_dim: list[dict[str, np.ndarray]] = [{} for _ in rows]
         self.locations: list[EpisodeRows] = [None] * len(rows)  # type: ignore[list-item]
         self._read_data_files()
         self._check_videos()
         shape = self.info.image_shape
-        self.episodes = [EpisodeInfo(path=self.locations[i].data_file, length=int(row["length"]),
-                                     state_dim=self.info.state_dim, action_dim=self.info.action_dim,
-                                     cameras=self.info.cameras, image_shape=shape, attrs=self._attrs(row),
-                                     name=f"episode {i}") for i, row in enumerate(rows)]
+        self.episodes = [
+            EpisodeInfo(
+                path=self.locations[i].data_file,
+                length=int(row["length"]),
+                state_dim=self.info.state_dim,
+                action_dim=self.info.action_dim,
+                cameras=self.info.cameras,
+                image_shape=shape,
+                attrs=self._attrs(row),
+                name=f"episode {i}",
+            )
+            for i, row in enumerate(rows)
+        ]
 
     def _data_path(self, row: dict) -> Path:
-        return self.folder / self.info.data_path.format(chunk_index=row["data/chunk_index"],
-                                                          file_index=row["data/file_index"])
+        return self.folder / self.info.data_path.format(
+            chunk_index=row["data/chunk_index"], file_index=row["data/file_index"]
+        )
 
     def _read_data_files(self) -> None:
         by_file: dict[Path, list[int]] = {}
@@ -130,12 +154,16 @@ class LeRobotSource:
                 rows = np.flatnonzero(episode_index == i)
                 rows = rows[np.argsort(frame_index[rows], kind="stable")]
                 if len(rows) != length or not np.array_equal(frame_index[rows], np.arange(length)):
-                    raise LeRobotFormatError(f"{path}: episode {i} has {len(rows)} frames (frame_index "
-                                             f"{frame_index[rows][:3].tolist()}...), meta/episodes says {length}")
+                    raise LeRobotFormatError(
+                        f"{path}: episode {i} has {len(rows)} frames (frame_index "
+                        f"{frame_index[rows][:3].tolist()}...), meta/episodes says {length}"
+                    )
                 drift = np.abs(timestamp[rows] - np.arange(length) / fps).max()
                 if drift > TIMESTAMP_TOLERANCE_S:
-                    raise LeRobotFormatError(f"{path}: episode {i} timestamps are off the 1/{fps} s grid by up to "
-                                             f"{drift:.2e} s (LeRobot's tolerance: {TIMESTAMP_TOLERANCE_S} s)")
+                    raise LeRobotFormatError(
+                        f"{path}: episode {i} timestamps are off the 1/{fps} s grid by up to "
+                        f"{drift:.2e} s (LeRobot's tolerance: {TIMESTAMP_TOLERANCE_S} s)"
+                    )
                 self._low_dim[i] = {name: values[rows] for name, values in arrays.items()}
                 self.locations[i] = EpisodeRows(path, rows, self._video_locations(self.rows[i]))
 
@@ -145,8 +173,10 @@ class LeRobotSource:
             if dtype == "video":
                 key = camera_key(cam)
                 path = self.folder / self.info.video_path.format(
-                    video_key=key, chunk_index=row[f"videos/{key}/chunk_index"],
-                    file_index=row[f"videos/{key}/file_index"])
+                    video_key=key,
+                    chunk_index=row[f"videos/{key}/chunk_index"],
+                    file_index=row[f"videos/{key}/file_index"],
+                )
                 out[cam] = (path, float(row[f"videos/{key}/from_timestamp"]))
         return out
 
@@ -168,8 +198,12 @@ class LeRobotSource:
         if row.get("act_attrs"):
             return json.loads(row["act_attrs"])
         tasks = row.get("tasks") or []
-        return {"task": tasks[0] if tasks else None, "fps": self.info.fps, "sim": not self.info.has_effort,
-                "robot_type": self.info.robot_type}
+        return {
+            "task": tasks[0] if tasks else None,
+            "fps": self.info.fps,
+            "sim": not self.info.has_effort,
+            "robot_type": self.info.robot_type,
+        }
 
     def read_low_dim(self, episode: int) -> dict[str, np.ndarray]:
         return dict(self._low_dim[episode])
@@ -237,15 +271,18 @@ class LeRobotFrames:
         location = self.source.locations[episode]
         try:
             parquet = pq.ParquetFile(location.data_file)
-            starts = np.cumsum([0] + [parquet.metadata.row_group(g).num_rows
-                                      for g in range(parquet.metadata.num_row_groups)])
+            starts = np.cumsum(
+                [0] + [parquet.metadata.row_group(g).num_rows for g in range(parquet.metadata.num_row_groups)]
+            )
             first, last = int(location.rows.min()), int(location.rows.max())
-            groups = list(range(int(np.searchsorted(starts, first, "right")) - 1,
-                                int(np.searchsorted(starts, last, "right"))))
+            groups = list(
+                range(int(np.searchsorted(starts, first, "right")) - 1, int(np.searchsorted(starts, last, "right")))
+            )
             table = parquet.read_row_groups(groups, columns=[camera_key(camera)])
         except (pa.ArrowException, OSError) as err:
-            raise LeRobotFormatError(f"{location.data_file}: images of episode {episode} unreadable (truncated or "
-                                     f"corrupt?): {err}") from err
+            raise LeRobotFormatError(
+                f"{location.data_file}: images of episode {episode} unreadable (truncated or corrupt?): {err}"
+            ) from err
         images = table.column(0).combine_chunks().field("bytes").to_pylist()
         return [images[row - starts[groups[0]]] for row in location.rows]
 

@@ -25,8 +25,13 @@ def quantile_keys() -> list[str]:
 def vector_stats(values: np.ndarray) -> dict[str, np.ndarray]:
     """Statistics of (T, D) values over T (float64 sums; std is the population std, as numpy's default)."""
     values = np.asarray(values, dtype=np.float64).reshape(len(values), -1)
-    stats = {"min": values.min(axis=0), "max": values.max(axis=0), "mean": values.mean(axis=0),
-             "std": values.std(axis=0), "count": np.array([len(values)])}
+    stats = {
+        "min": values.min(axis=0),
+        "max": values.max(axis=0),
+        "mean": values.mean(axis=0),
+        "std": values.std(axis=0),
+        "count": np.array([len(values)]),
+    }
     for key, q in zip(quantile_keys(), QUANTILES):
         stats[key] = np.quantile(values, q, axis=0)
     return stats
@@ -34,7 +39,7 @@ def vector_stats(values: np.ndarray) -> dict[str, np.ndarray]:
 
 def sample_indices(length: int) -> np.ndarray:
     """Which frames of an episode of ``length`` the image statistics look at (evenly spread)."""
-    wanted = max(min(MIN_SAMPLES, length), min(int(length ** SAMPLE_POWER), MAX_SAMPLES))
+    wanted = max(min(MIN_SAMPLES, length), min(int(length**SAMPLE_POWER), MAX_SAMPLES))
     return np.round(np.linspace(0, length - 1, wanted)).astype(int)
 
 
@@ -62,10 +67,13 @@ def image_stats(histogram: np.ndarray, frames: int) -> dict[str, np.ndarray]:
     levels = np.arange(256, dtype=np.float64)
     totals = histogram.sum(axis=1)
     mean = histogram @ levels / totals
-    var = histogram @ levels ** 2 / totals - mean ** 2
-    stats = {"min": np.array([np.flatnonzero(h)[0] for h in histogram], np.float64),
-             "max": np.array([np.flatnonzero(h)[-1] for h in histogram], np.float64),
-             "mean": mean, "std": np.sqrt(np.maximum(var, 0.0))}
+    var = histogram @ levels**2 / totals - mean**2
+    stats = {
+        "min": np.array([np.flatnonzero(h)[0] for h in histogram], np.float64),
+        "max": np.array([np.flatnonzero(h)[-1] for h in histogram], np.float64),
+        "mean": mean,
+        "std": np.sqrt(np.maximum(var, 0.0)),
+    }
     for key, q in zip(quantile_keys(), QUANTILES):
         stats[key] = np.array([_quantile_from_counts(h, q) for h in histogram])
     out = {key: (value / 255.0).reshape(3, 1, 1) for key, value in stats.items()}
@@ -75,5 +83,6 @@ def image_stats(histogram: np.ndarray, frames: int) -> dict[str, np.ndarray]:
 
 def to_json(stats: dict[str, dict[str, np.ndarray]]) -> dict:
     """{feature: {stat: nested lists}}: ``meta/stats.json``'s form."""
-    return {feature: {key: np.asarray(value).tolist() for key, value in values.items()}
-            for feature, values in stats.items()}
+    return {
+        feature: {key: np.asarray(value).tolist() for key, value in values.items()} for feature, values in stats.items()
+    }

@@ -30,9 +30,11 @@ PIX_FMT = "yuv420p"
 GOP = 2  # a keyframe every 2 frames: any frame decodes after at most one other
 CRF = 30
 # Encoders in order of preference, with their options. AV1 as LeRobot; h264 if this PyAV lacks both.
-ENCODERS = (("libsvtav1", {"g": str(GOP), "crf": str(CRF), "preset": "12"}),
-            ("libaom-av1", {"g": str(GOP), "crf": str(CRF), "cpu-used": "8", "row-mt": "1"}),
-            ("libx264", {"g": str(GOP), "crf": "23", "preset": "veryfast"}))
+ENCODERS = (
+    ("libsvtav1", {"g": str(GOP), "crf": str(CRF), "preset": "12"}),
+    ("libaom-av1", {"g": str(GOP), "crf": str(CRF), "cpu-used": "8", "row-mt": "1"}),
+    ("libx264", {"g": str(GOP), "crf": "23", "preset": "veryfast"}),
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,21 +49,37 @@ def choose_encoder() -> tuple[str, dict[str, str]]:
     for name, options in ENCODERS:
         if name in available:
             if name != ENCODERS[0][0]:
-                log.warning("this PyAV build has no libsvtav1 encoder: videos are encoded with %s instead "
-                            "(LeRobot decodes it too)", name)
+                log.warning(
+                    "this PyAV build has no libsvtav1 encoder: videos are encoded with %s instead "
+                    "(LeRobot decodes it too)",
+                    name,
+                )
             return name, dict(options)
-    raise RunError(f"this PyAV build has none of the encoders {[n for n, _ in ENCODERS]}; "
-                   "use images=image (lossless PNG) instead")
+    raise RunError(
+        f"this PyAV build has none of the encoders {[n for n, _ in ENCODERS]}; use images=image (lossless PNG) instead"
+    )
 
 
 def video_info(codec: str, height: int, width: int, fps: int) -> dict:
     """The ``info`` block of a video feature in ``meta/info.json``, as LeRobot's ``get_video_info`` fills it."""
     canonical = {"libsvtav1": "av1", "libaom-av1": "av1", "libx264": "h264"}.get(codec, codec)
     preset = dict(ENCODERS).get(codec, {}).get("preset")
-    return {"video.height": height, "video.width": width, "video.codec": canonical, "video.pix_fmt": PIX_FMT,
-            "video.fps": fps, "video.channels": 3, "has_audio": False, "is_depth_map": False, "video.g": GOP,
-            "video.crf": CRF, "video.preset": int(preset) if preset and preset.isdigit() else preset,
-            "video.fast_decode": 0, "video.video_backend": "pyav", "video.extra_options": {}}
+    return {
+        "video.height": height,
+        "video.width": width,
+        "video.codec": canonical,
+        "video.pix_fmt": PIX_FMT,
+        "video.fps": fps,
+        "video.channels": 3,
+        "has_audio": False,
+        "is_depth_map": False,
+        "video.g": GOP,
+        "video.crf": CRF,
+        "video.preset": int(preset) if preset and preset.isdigit() else preset,
+        "video.fast_decode": 0,
+        "video.video_backend": "pyav",
+        "video.extra_options": {},
+    }
 
 
 def encode_frames(path: Path | str, frames: Iterable[np.ndarray], fps: int, encoder: tuple[str, dict]) -> int:
@@ -100,8 +118,10 @@ def concatenate(parts: Sequence[Path], lengths: Sequence[int], out: Path | str, 
     frame periods, an exact integer count of the stream's time base.
     """
     with atomic_path(out) as tmp:
-        with av.open(str(parts[0])) as first, \
-                av.open(str(tmp), "w", format="mp4", options={"movflags": "faststart"}) as container:
+        with (
+            av.open(str(parts[0])) as first,
+            av.open(str(tmp), "w", format="mp4", options={"movflags": "faststart"}) as container,
+        ):
             template = first.streams.video[0]
             stream = container.add_stream_from_template(template, opaque=True)  # copy packets, no codec
             stream.time_base = template.time_base
@@ -111,8 +131,10 @@ def concatenate(parts: Sequence[Path], lengths: Sequence[int], out: Path | str, 
                     src = source.streams.video[0]
                     shift = Fraction(frames_before, fps) / src.time_base
                     if shift.denominator != 1:
-                        raise VideoError(f"{part}: time base {src.time_base} cannot place frame {frames_before} "
-                                         f"at {frames_before}/{fps} s exactly")
+                        raise VideoError(
+                            f"{part}: time base {src.time_base} cannot place frame {frames_before} "
+                            f"at {frames_before}/{fps} s exactly"
+                        )
                     for packet in source.demux(src):
                         if packet.dts is None:  # the demuxer's final flush packet
                             continue
@@ -171,8 +193,12 @@ class FrameDecoder:
         """Decoded frames from the keyframe at or before ``start_s`` on, as (time in s, frame)."""
         container, stream, decoder = self._container(path)
         try:
-            container.seek(int(Fraction(start_s).limit_denominator(10**6) / stream.time_base), stream=stream,
-                           backward=True, any_frame=False)
+            container.seek(
+                int(Fraction(start_s).limit_denominator(10**6) / stream.time_base),
+                stream=stream,
+                backward=True,
+                any_frame=False,
+            )
             decoder.flush_buffers()
             for packet in container.demux(stream):  # the last, empty packet flushes the decoder
                 for frame in decoder.decode(packet):
@@ -204,8 +230,10 @@ class FrameDecoder:
                 out[i] = frame.to_ndarray(format="rgb24")
         missing = [i for i, f in enumerate(out) if f is None]
         if missing:
-            raise VideoError(f"{path}: {len(missing)} of {count} frames from {start_s:.4f} s not found (first: "
-                             f"frame {missing[0]}); the file is truncated or its timestamps are off")
+            raise VideoError(
+                f"{path}: {len(missing)} of {count} frames from {start_s:.4f} s not found (first: "
+                f"frame {missing[0]}); the file is truncated or its timestamps are off"
+            )
         return np.stack(out)
 
     def close(self) -> None:
@@ -216,4 +244,4 @@ class FrameDecoder:
 def psnr(a: np.ndarray, b: np.ndarray) -> float:
     """Peak signal-to-noise ratio (dB) of uint8 images ``b`` against ``a``; inf when identical."""
     mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
-    return float("inf") if mse == 0 else float(10 * np.log10(255.0 ** 2 / mse))
+    return float("inf") if mse == 0 else float(10 * np.log10(255.0**2 / mse))

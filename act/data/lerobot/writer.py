@@ -17,9 +17,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from act.data.lerobot.format import (CHUNKS_SIZE, CODEBASE_VERSION, DATA_PATH, EPISODES_PATH, FRAME_COLUMNS,
-                                     INFO_PATH, ROBOT_TYPE, STATS_PATH, TASKS_PATH, VIDEO_PATH, chunk_file)
 from act.common.io import atomic_path, write_json
+from act.data.lerobot.format import (
+    CHUNKS_SIZE,
+    CODEBASE_VERSION,
+    DATA_PATH,
+    EPISODES_PATH,
+    FRAME_COLUMNS,
+    INFO_PATH,
+    ROBOT_TYPE,
+    STATS_PATH,
+    TASKS_PATH,
+    VIDEO_PATH,
+    chunk_file,
+)
 
 IMAGE_TYPE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])  # datasets.Image() in Arrow
 PNG_LEVEL = 1  # zlib level of image features: lossless at any level; 1 writes fastest
@@ -47,14 +58,25 @@ def png(frame: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def frame_table(schema: pa.Schema, vectors: dict[str, np.ndarray], images: dict[str, list[bytes]],
-                episode_index: int, first_index: int, task_index: int, fps: int) -> pa.Table:
+def frame_table(
+    schema: pa.Schema,
+    vectors: dict[str, np.ndarray],
+    images: dict[str, list[bytes]],
+    episode_index: int,
+    first_index: int,
+    task_index: int,
+    fps: int,
+) -> pa.Table:
     """One episode's rows: ``vectors`` LeRobot key -> (T, D), ``images`` key -> T PNG byte strings."""
     length = len(next(iter(vectors.values())))
     frame_index = np.arange(length, dtype=np.int64)
-    columns = {"timestamp": (frame_index / fps).astype(np.float32), "frame_index": frame_index,
-               "episode_index": np.full(length, episode_index, np.int64),
-               "index": first_index + frame_index, "task_index": np.full(length, task_index, np.int64)}
+    columns = {
+        "timestamp": (frame_index / fps).astype(np.float32),
+        "frame_index": frame_index,
+        "episode_index": np.full(length, episode_index, np.int64),
+        "index": first_index + frame_index,
+        "task_index": np.full(length, task_index, np.int64),
+    }
     arrays = []
     for field in schema:
         if field.name in columns:
@@ -106,19 +128,44 @@ def tasks_table(tasks: list[str]) -> pa.Table:
     """``meta/tasks.parquet``: column ``task_index``, the text as the pandas index ``task`` (LeRobot reads it
     with ``pd.read_parquet``, which restores the index from the schema's pandas metadata)."""
     table = pa.table({"task_index": pa.array(range(len(tasks)), pa.int64()), "task": pa.array(tasks, pa.string())})
-    pandas_meta = {"index_columns": ["task"], "column_indexes": [{"name": None, "field_name": None,
-                                                                   "pandas_type": "unicode", "numpy_type": "object",
-                                                                   "metadata": {"encoding": "UTF-8"}}],
-                   "columns": [{"name": "task_index", "field_name": "task_index", "pandas_type": "int64",
-                                "numpy_type": "int64", "metadata": None},
-                               {"name": "task", "field_name": "task", "pandas_type": "unicode",
-                                "numpy_type": "object", "metadata": None}],
-                   "creator": {"library": "pyarrow", "version": pa.__version__}, "pandas_version": "2.2.3"}
+    pandas_meta = {
+        "index_columns": ["task"],
+        "column_indexes": [
+            {
+                "name": None,
+                "field_name": None,
+                "pandas_type": "unicode",
+                "numpy_type": "object",
+                "metadata": {"encoding": "UTF-8"},
+            }
+        ],
+        "columns": [
+            {
+                "name": "task_index",
+                "field_name": "task_index",
+                "pandas_type": "int64",
+                "numpy_type": "int64",
+                "metadata": None,
+            },
+            {"name": "task", "field_name": "task", "pandas_type": "unicode", "numpy_type": "object", "metadata": None},
+        ],
+        "creator": {"library": "pyarrow", "version": pa.__version__},
+        "pandas_version": "2.2.3",
+    }
     return table.replace_schema_metadata({b"pandas": json.dumps(pandas_meta).encode()})
 
 
-def write_meta(out: Path, *, fps: int, features: dict, episode_rows: list[dict], tasks: list[str], stats: dict,
-               data_files: int, video_files: int) -> None:
+def write_meta(
+    out: Path,
+    *,
+    fps: int,
+    features: dict,
+    episode_rows: list[dict],
+    tasks: list[str],
+    stats: dict,
+    data_files: int,
+    video_files: int,
+) -> None:
     """``meta/``: episodes, tasks, stats, then ``info.json`` last: a folder with it is complete."""
     with atomic_path(out / EPISODES_PATH.format(**chunk_file(0))) as tmp:
         pq.write_table(episodes_table(episode_rows), tmp, compression="snappy")
@@ -126,10 +173,21 @@ def write_meta(out: Path, *, fps: int, features: dict, episode_rows: list[dict],
         pq.write_table(tasks_table(tasks), tmp)
     write_json(out / STATS_PATH, stats)
     total_frames = sum(row["length"] for row in episode_rows)
-    write_json(out / INFO_PATH, {
-        "codebase_version": CODEBASE_VERSION, "robot_type": ROBOT_TYPE, "total_episodes": len(episode_rows),
-        "total_frames": total_frames, "total_tasks": len(tasks), "chunks_size": CHUNKS_SIZE,
-        "data_files_size_in_mb": max(1, data_files), "video_files_size_in_mb": max(1, video_files), "fps": fps,
-        "splits": {"train": f"0:{len(episode_rows)}"}, "data_path": DATA_PATH,
-        "video_path": VIDEO_PATH if any(f["dtype"] == "video" for f in features.values()) else None,
-        "features": features})
+    write_json(
+        out / INFO_PATH,
+        {
+            "codebase_version": CODEBASE_VERSION,
+            "robot_type": ROBOT_TYPE,
+            "total_episodes": len(episode_rows),
+            "total_frames": total_frames,
+            "total_tasks": len(tasks),
+            "chunks_size": CHUNKS_SIZE,
+            "data_files_size_in_mb": max(1, data_files),
+            "video_files_size_in_mb": max(1, video_files),
+            "fps": fps,
+            "splits": {"train": f"0:{len(episode_rows)}"},
+            "data_path": DATA_PATH,
+            "video_path": VIDEO_PATH if any(f["dtype"] == "video" for f in features.values()) else None,
+            "features": features,
+        },
+    )
