@@ -18,7 +18,7 @@ from torch import nn
 
 from act.common.errors import InputError
 from act.model.act import ACT, ACTConfig
-from act.model.spec import STAT_KEYS, PolicySpec
+from act.model.spec import STAT_KEYS, PolicySpec, SpecFields
 
 # torchvision's ImageNet statistics: the backbone expects them even with random init.
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -41,7 +41,7 @@ def check_crop(crop: Sequence[int] | None, image_size: tuple[int, int]) -> tuple
     return top, left, height, width
 
 
-class NormalizedACT(nn.Module):
+class NormalizedACT(SpecFields, nn.Module):
     """``ACT`` plus everything needed to run it on raw robot data.
 
     Args:
@@ -84,27 +84,6 @@ class NormalizedACT(nn.Module):
         self.register_buffer("image_std", torch.tensor(IMAGENET_STD).view(1, 1, 3, 1, 1), persistent=False)
         if channels_last:
             self.model.backbone.to(memory_format=torch.channels_last)
-
-    # -- what the policy expects, read from its spec (``self.spec``) -----------------------------
-    @property
-    def chunk_size(self) -> int:
-        return self.config.chunk_size
-
-    @property
-    def camera_names(self) -> list[str]:
-        return list(self.spec.camera_names)
-
-    @property
-    def image_size(self) -> tuple[int, int]:
-        return self.spec.image_size
-
-    @property
-    def task(self) -> str | None:
-        return self.spec.task
-
-    @property
-    def render_quality(self) -> str | None:
-        return self.spec.render_quality
 
     # -- normalisation: the one place it happens -----------------------------------------------
     def normalize_qpos(self, qpos: torch.Tensor) -> torch.Tensor:

@@ -134,3 +134,34 @@ class PolicySpec:
             for f in fields(self)
             if "setting" in f.metadata
         ]
+
+
+class SpecFields:
+    """Read-only views of ``self.spec`` (a completed ``PolicySpec``) for the objects that carry one: the
+    normalised network and the runtime policy answer "what do you expect" the same way."""
+
+    spec: PolicySpec
+
+    @property
+    def chunk_size(self) -> int:
+        return self.spec.chunk_size
+
+    @property
+    def camera_names(self) -> list[str]:
+        return list(self.spec.camera_names)
+
+    @property
+    def image_size(self) -> tuple[int, int]:
+        return self.spec.image_size
+
+    @property
+    def state_dim(self) -> int:
+        return self.spec.state_dim
+
+    @property
+    def task(self) -> str | None:
+        return self.spec.task
+
+    @property
+    def render_quality(self) -> str | None:
+        return self.spec.render_quality

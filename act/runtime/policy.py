@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from act.common.errors import InputError
-from act.model.spec import PolicySpec
+from act.model.spec import PolicySpec, SpecFields
 from act.runtime.device import resolve_device
 from act.runtime.execution import ExecutionConfig
 from act.runtime.predictors import EagerPredictor, load_predictor
@@ -43,7 +43,7 @@ def _as_predictor(network, device, precision):
     return EagerPredictor(net, device, precision)
 
 
-class ACTPolicy:
+class ACTPolicy(SpecFields):
     """A trained ACT, ready for closed-loop control.
 
     Args:
@@ -114,31 +114,6 @@ class ACTPolicy:
         An unknown file type is refused before anything is read, a missing file by name."""
         precision = kwargs.pop("precision", "auto")
         return cls(load_predictor(path, device, precision), device=device, precision=precision, **kwargs)
-
-    # -- what the policy expects, read from its spec ----------------------------------------------
-    @property
-    def chunk_size(self) -> int:
-        return self.spec.chunk_size
-
-    @property
-    def camera_names(self) -> list[str]:
-        return list(self.spec.camera_names)
-
-    @property
-    def image_size(self) -> tuple[int, int]:
-        return self.spec.image_size
-
-    @property
-    def state_dim(self) -> int:
-        return self.spec.state_dim
-
-    @property
-    def task(self) -> str | None:
-        return self.spec.task
-
-    @property
-    def render_quality(self) -> str | None:
-        return self.spec.render_quality
 
     @property
     def execution(self) -> str:
