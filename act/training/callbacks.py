@@ -152,6 +152,29 @@ class ProgressBar(TQDMProgressBar):
             return self.cuda_refresh_rate
         return super().refresh_rate
 
+    def on_train_start(self, trainer: L.Trainer, *args) -> None:
+        super().on_train_start(trainer, *args)
+        self._resumed_mid_epoch = trainer.fit_loop.restarted_mid_epoch
+
+    def on_train_epoch_start(self, trainer: L.Trainer, *args) -> None:
+        if self.train_progress_bar is not None:
+            self.train_progress_bar.initial = 0  # as set below for a resumed epoch; not the next epoch's
+        super().on_train_epoch_start(trainer, *args)
+
+    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch, batch_idx: int) -> None:
+        """A run resumed in the middle of an epoch: Lightning skips ``on_train_epoch_start`` then, which left
+        the bar without its total, its label and a true rate (``Training: 2848/? 53 it/s``). It gets them here,
+        from the first batch: ``batch_idx`` batches of this epoch are done, the rest end at ``max_steps``."""
+        if getattr(self, "_resumed_mid_epoch", False) and self.train_progress_bar is not None:
+            self._resumed_mid_epoch = False
+            total = self.trainer.num_training_batches
+            if trainer.max_steps > 0:
+                total = min(total, batch_idx + trainer.max_steps - trainer.global_step)
+            bar = self.train_progress_bar
+            bar.reset(total=None if math.isinf(total) else int(total))
+            bar.initial = bar.n = batch_idx
+            bar.set_description(f"Epoch {trainer.current_epoch}")
+
 
 class DivergenceError(RunError):
     """The loss or the gradients stopped being finite; training stopped before any checkpoint held such weights."""

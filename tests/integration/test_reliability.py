@@ -588,3 +588,16 @@ def test_killed_recording_leaves_no_workers(tmp_path):
     for pid in alive:  # clean up before failing
         os.kill(pid, signal.SIGKILL)
     assert not alive, f"workers still running 30 s after their parent was killed: {alive}"
+
+
+def test_a_run_resumed_mid_epoch_shows_its_bar_with_label_and_total(demos, tmp_path, capsys):
+    # Epochs of dozens of batches; resumed from the step-2 checkpoint (saved mid-epoch, as an interrupted run's
+    # is) to step 4. Lightning skips on_train_epoch_start then: the bar was `Training: 4/?`.
+    out = tmp_path / "run"
+    options = ["data.samples_per_episode=50", "callbacks.periodic.every_n_train_steps=2"]
+    train(make_cfg(demos, out, "trainer.max_steps=3", *options))
+    capsys.readouterr()
+    train(make_cfg(demos, out, "trainer.max_steps=4", *options, f"ckpt_path={out / 'checkpoints' / 'step2.ckpt'}"))
+    bars = [line.strip() for line in capsys.readouterr().out.split("\r") if re.search(r"\d ?it/s", line)]
+    assert bars and all(bar.startswith("Epoch 0: ") for bar in bars), bars
+    assert re.match(r"Epoch 0: 100%\|.*\| (\d+)/\1 ", bars[-1]), bars  # n of a known total, at the end
