@@ -40,7 +40,14 @@ from act.data.record import RecordResult, RecordSettings, rate_note, record_with
 from act.envs import make_env
 from act.envs.constants import EPISODE_LEN
 from act.eval.harness import previous_metrics, summary_line
-from act.pipeline.demo_budget import END_MARGIN_S, expected_success, fit_to_budget, fitted_plan, seconds_since_start
+from act.pipeline.demo_budget import (
+    END_MARGIN_S,
+    StageTimes,
+    expected_success,
+    fit_to_budget,
+    fitted_plan,
+    seconds_since_start,
+)
 from act.pipeline.plot import plot_run
 from act.runtime.execution import ExecutionConfig
 from act.runtime.precision import device_type_of, resolve_precision
@@ -64,7 +71,7 @@ def main(cfg: DictConfig) -> dict:
     eval_dir = Path(demo.dir) / "eval"
     eval_cfg = evaluation_config(cfg, demo, eval_dir)  # checked before anything runs
     expert = expert_named(str(demo.get("expert", "scripted")))
-    times: dict[str, float] = {}  # each stage's wall time, in order
+    times = StageTimes(Path(demo.dir) / "stage_times.json", write=is_rank_zero())  # summed over reruns
     recording = record_demonstrations(cfg, demo, expert, times)
     trained = train_within_budget(cfg, demo, eval_cfg, times)
     if trained is None:
@@ -144,7 +151,7 @@ def explicit_overrides() -> list[str]:
 
 # -- 1. demonstrations --------------------------------------------------------------------------
 def record_demonstrations(
-    cfg: DictConfig, demo: DictConfig, expert, times: dict
+    cfg: DictConfig, demo: DictConfig, expert, times: StageTimes
 ) -> tuple[RecordSettings, RecordResult]:
     """Keeps the valid episodes already in ``data.dataset_dir``, records the rest (a folder of another
     expert's demos is refused)."""
@@ -162,16 +169,18 @@ def record_demonstrations(
         expert=expert,
     )
     recorded = record_with_bar(settings)
-    times["record"] = time.perf_counter() - start
+    elapsed = times.add("record", time.perf_counter() - start)
     print(
-        f"      {recorded.kept} kept + {recorded.recorded} recorded in {minutes(times['record'])}"
+        f"      {recorded.kept} kept + {recorded.recorded} recorded in {minutes(elapsed)}"
         f"{rate_note(settings, recorded)}"
     )
     return settings, recorded
 
 
 # -- 2. training --------------------------------------------------------------------------------
-def train_within_budget(cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig, times: dict) -> Trained | None:
+def train_within_budget(
+    cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig, times: StageTimes
+) -> Trained | None:
     """As many steps as the budget allows, resuming from the latest checkpoint; None on a DDP rank
     other than 0 (which neither evaluates nor summarises)."""
     ckpt_dir = Path(cfg.out_dir) / "checkpoints"
@@ -196,10 +205,10 @@ def train_within_budget(cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig,
         train_metrics = train(cfg)
     if not is_rank_zero():
         return None
-    times["train"] = time.perf_counter() - start
+    elapsed = times.add("train", time.perf_counter() - start)
     step = checkpoint_step(ckpt_dir / "last.ckpt")
     ckpt, ckpt_step = checkpoint_to_evaluate(ckpt_dir, demo.checkpoint, step)
-    print(f"      step {step} in {minutes(times['train'])}; evaluating {ckpt}")
+    print(f"      step {step} in {minutes(elapsed)}; evaluating {ckpt}")
     return Trained(plan=plan, metrics=train_metrics, step=step, ckpt=ckpt, ckpt_step=ckpt_step)
 
 
@@ -334,7 +343,7 @@ def checkpoint_to_evaluate(ckpt_dir: Path, which: str, last_step: int) -> tuple[
 
 
 # -- 3. evaluation ------------------------------------------------------------------------------
-def evaluate_checkpoint(eval_cfg: DictConfig, trained: Trained, eval_dir: Path, times: dict) -> dict:
+def evaluate_checkpoint(eval_cfg: DictConfig, trained: Trained, eval_dir: Path, times: StageTimes) -> dict:
     """Closed loop on seeds disjoint from the demos, into ``eval_dir``; an evaluation already done for
     this checkpoint is read back instead."""
     eval_cfg.ckpt_path = str(trained.ckpt)
@@ -352,7 +361,7 @@ def evaluate_checkpoint(eval_cfg: DictConfig, trained: Trained, eval_dir: Path, 
             f"{described['execution']} -> {eval_dir}"
         )
         metrics, _ = evaluate_and_save(eval_cfg, spec, described)
-    times["eval"] = time.perf_counter() - start
+    times.add("eval", time.perf_counter() - start)
     return metrics
 
 
@@ -363,7 +372,7 @@ def summarise(
     recording: tuple[RecordSettings, RecordResult],
     trained: Trained,
     metrics: dict,
-    times: dict,
+    times: StageTimes,
 ) -> dict:
     """The training curves with the success, a filmstrip of the first video, ``<demo.dir>/summary.json``
     and its printout; returns the summary."""
@@ -388,7 +397,7 @@ def summarise(
         "successes": metrics["successes"],
         "num_episodes": metrics["num_episodes"],
         "stage_rates": metrics["stage_rates"],
-        "wall_time_s": times,
+        "wall_time_s": times.totals,  # summed over every run of this folder
         "wall_time_since_make_s": total_since_make,
         "planned_s": trained.plan["planned_s"],
         "max_steps": int(trained.plan["max_steps"]),

@@ -5,6 +5,7 @@ block and prints the plan."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Mapping
 
 import numpy as np
 
+from act.common.io import write_json
 from act.training.budget import steps_within
 
 FIT_FROM_STEP, FIT_AT_STEP = 100, 400  # the real steps timed to correct the plan (at most; fewer in short runs)
@@ -24,6 +26,25 @@ def seconds_since_start() -> float:
     if os.environ.get("DEMO_START"):
         return time.time() - float(os.environ["DEMO_START"])
     return time.time() - PROCESS_START
+
+
+class StageTimes:
+    """Each stage's wall time summed over every run of one demo folder, kept in ``path``
+    (``<demo.dir>/stage_times.json``) as each stage ends: a rerun that resumes training or skips a
+    finished stage adds its own seconds to the earlier runs' instead of replacing them (a rerun of a
+    finished demo once wrote ``train: 0.0014 s`` over 45 minutes). The part of a stage that an
+    interruption cut short is not counted. ``write=False`` (a DDP rank other than 0) keeps no file."""
+
+    def __init__(self, path: Path, write: bool = True):
+        self.path, self.write = Path(path), write
+        self.totals: dict[str, float] = json.loads(self.path.read_text()) if self.path.is_file() else {}
+
+    def add(self, stage: str, seconds: float) -> float:
+        """Adds this run's ``seconds`` in ``stage`` to its total (saved); returns ``seconds``."""
+        self.totals[stage] = self.totals.get(stage, 0.0) + seconds
+        if self.write:
+            write_json(self.path, self.totals)
+        return seconds
 
 
 def fitted_plan(train_s: float, step_s: float, why: str, floor: int | None, ceiling: int | None) -> dict:

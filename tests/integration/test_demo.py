@@ -53,8 +53,14 @@ def test_demo_runs_every_stage_then_resumes_without_repeating(monkeypatch, capsy
     assert "2 kept + 0 recorded" in second and "resuming from step 4" in second
     assert json.loads((out / "eval" / "metrics.json").read_text())["ckpt_step"] == 6
     # The same command again: nothing is repeated.
+    second_times = json.loads((out / "summary.json").read_text())["wall_time_s"]
     third = run_demo(monkeypatch, capsys, *demo_overrides(tmp_path, "trainer.max_steps=6"))
     assert "already at step 6 of 6" in third and "evaluation: already done" in third
+    # Each stage's time is summed over the runs: the third run, which repeats nothing, keeps the others'.
+    times = json.loads((out / "summary.json").read_text())["wall_time_s"]
+    assert set(times) == {"record", "train", "eval"}
+    assert all(times[k] >= second_times[k] >= summary["wall_time_s"][k] > 0 for k in times), (times, second_times)
+    assert times["train"] > summary["wall_time_s"]["train"]  # the second run's two steps added to the first's
 
 
 def test_the_plan_times_both_memory_formats_and_keeps_the_faster(monkeypatch, tmp_path):
