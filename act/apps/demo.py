@@ -178,9 +178,7 @@ def record_demonstrations(
 
 
 # -- 2. training --------------------------------------------------------------------------------
-def train_within_budget(
-    cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig, times: StageTimes
-) -> Trained | None:
+def train_within_budget(cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig, times: StageTimes) -> Trained | None:
     """As many steps as the budget allows, resuming from the latest checkpoint; None on a DDP rank
     other than 0 (which neither evaluates nor summarises)."""
     ckpt_dir = Path(cfg.out_dir) / "checkpoints"
