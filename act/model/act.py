@@ -158,7 +158,7 @@ class ACT(nn.Module):
 
     def encode_latent(
         self, qpos: torch.Tensor, actions: torch.Tensor, is_pad: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """CVAE encoder q(z | qpos, actions).
 
         Args:
@@ -166,8 +166,11 @@ class ACT(nn.Module):
                 (masked out as a key), or None.
 
         Returns:
-            mu, logvar: (B, latent_dim) float32.
+            mu, logvar: (B, latent_dim) float32; (None, None) without a CVAE (``use_vae=False``: no encoder,
+            no KL term; validation calls this for every model).
         """
+        if not self.config.use_vae:
+            return None, None
         B, k, _ = actions.shape
         cls = self.vae_cls.weight.expand(B, 1, -1)  # (B, 1, D)
         state = self.vae_qpos_proj(qpos).unsqueeze(1)  # (B, 1, D)

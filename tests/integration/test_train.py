@@ -44,6 +44,15 @@ def test_tiny_fit_lowers_l1_and_writes_checkpoints(demos, tmp_path):
     assert read_metric(out, "train/samples_per_s")
 
 
+def test_training_without_the_cvae_validates(demos, tmp_path):
+    # policy.model.use_vae=false (the CVAE ablation, issue 32) has no encoder: validation once called it
+    # anyway and crashed at the first check (`'ACT' object has no attribute 'vae_cls'`).
+    out = tmp_path / "run"
+    train(make_cfg(demos, out, "policy.model.use_vae=false", "trainer.max_steps=2", "trainer.val_check_interval=2"))
+    assert read_metric(out, "val/kl") == [0.0] and len(read_metric(out, "val/l1")) == 1
+    assert not any(k.startswith("net.model.vae_") for k in torch.load(out / "checkpoints" / "last.ckpt")["state_dict"])
+
+
 def test_resume_equals_uninterrupted_run(demos, tiny_checkpoint, six_step_run, tmp_path):
     # tiny_checkpoint: this config stopped at step 3; six_step_run: the same run straight to step 6.
     train(make_cfg(demos, tmp_path / "resumed", "trainer.max_steps=6", f"ckpt_path={tiny_checkpoint}"))
