@@ -45,7 +45,8 @@ def test_a_variant_s_runs_pool_into_one_rate_with_a_wilson_interval():
     assert none["success_rate_ci95"][0] == 0.0 and none["success_rate_ci95"][1] == pytest.approx(0.0713, abs=1e-4)
 
 
-def test_the_shipped_ablations_run_the_paper_s_settings_at_the_quickstart_s_scale(tmp_path):
+def test_the_shipped_ablations_run_the_paper_s_settings_at_the_quickstart_s_scale(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the relative outputs/ of the settings: not the repository's, which may hold runs
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         chunk = ablate.ablation_settings(ablation_cfg("ablation=chunk_size"))
         runs = ablation.plan_runs(chunk)
