@@ -41,6 +41,10 @@ PRECISIONS = ("auto", "32-true", "bf16-mixed", "16-mixed")
 NATIVE_BF16_CAPABILITY = (8, 0)  # Ampere and later: bf16 tensor cores
 FP16_TENSOR_CORES = (7, 0)  # Volta and later: fp16 tensor cores
 PROBE_SIZE = 256  # a 256x256 matmul: 34 MFLOP, ~0.3 ms fp32, ~0.1 s when bf16 is emulated
+# fp32 and bf16 calls alternated this many times, the best of each kept: on a shared 2-core host one
+# call varies 0.2-4 ms, and a best of 3 once judged a Zen 4's native bf16 slower than fp32 (0.59 against
+# 0.32 ms; docs/results.md, "The quickstart step against its arithmetic floor").
+PROBE_ROUNDS = 15
 NATIVE_MAX_RATIO = 1.0  # bf16 counts as native when the probe runs at least as fast as fp32
 
 
@@ -71,18 +75,23 @@ class PrecisionChoice:
     emulated: bool = False  # bf16-mixed on a device that only emulates bf16 (every step far slower)
 
 
-def _time_matmul(dtype: torch.dtype, repeats: int = 3) -> float:
-    """Best-of-``repeats`` milliseconds of one PROBE_SIZE matmul in ``dtype`` on the CPU."""
+def _time_matmuls(dtypes: tuple[torch.dtype, ...], rounds: int = PROBE_ROUNDS, warmup: int = 2) -> list[float]:
+    """Best milliseconds of one PROBE_SIZE matmul on the CPU per dtype, the dtypes alternated call by
+    call over ``rounds`` rounds (so a slow moment of the host falls on each alike)."""
     gen = torch.Generator().manual_seed(0)
-    a = torch.randn(PROBE_SIZE, PROBE_SIZE, generator=gen).to(dtype)
-    b = torch.randn(PROBE_SIZE, PROBE_SIZE, generator=gen).to(dtype)
-    a @ b  # warm-up: kernel selection, oneDNN primitive creation
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - start)
-    return 1000.0 * best
+    a = torch.randn(PROBE_SIZE, PROBE_SIZE, generator=gen)
+    b = torch.randn(PROBE_SIZE, PROBE_SIZE, generator=gen)
+    pairs = [(a.to(dtype), b.to(dtype)) for dtype in dtypes]
+    for x, y in pairs:
+        for _ in range(warmup):  # kernel selection, oneDNN primitive creation, caches
+            x @ y
+    best = [float("inf")] * len(pairs)
+    for _ in range(rounds):
+        for i, (x, y) in enumerate(pairs):
+            start = time.perf_counter()
+            x @ y
+            best[i] = min(best[i], time.perf_counter() - start)
+    return [1000.0 * t for t in best]
 
 
 def device_type_of(device: str | torch.device | None) -> str:
@@ -129,9 +138,11 @@ def probe_bf16(device: str = "cpu") -> BF16Probe:
         return BF16Probe(device, False, None, None, f"no bf16 check for device type {device!r}")
     capability = torch.backends.cpu.get_cpu_capability()
     flags = torch.ops.mkldnn._is_mkldnn_bf16_supported()
-    fp32_ms = _time_matmul(torch.float32)
-    # The emulated path can take ~0.1 s per call: one timed call is enough to see it.
-    bf16_ms = _time_matmul(torch.bfloat16, repeats=1 if flags is False else 3)
+    if flags:
+        fp32_ms, bf16_ms = _time_matmuls((torch.float32, torch.bfloat16))
+    else:  # emulated for certain: ~0.1 s a call, and one timed call is enough to show it
+        (fp32_ms,) = _time_matmuls((torch.float32,))
+        (bf16_ms,) = _time_matmuls((torch.bfloat16,), rounds=1, warmup=1)
     native = bool(flags) and bf16_ms <= NATIVE_MAX_RATIO * fp32_ms
     detail = (
         f"CPU capability {capability}, oneDNN bf16 {'yes' if flags else 'no'}, probe matmul "

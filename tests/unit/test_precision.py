@@ -124,3 +124,21 @@ def test_avx2_limits_are_honoured_in_a_fresh_process():
     if result["cap"] not in ("AVX2", "DEFAULT"):
         pytest.skip(f"not an x86 CPU with AVX2 limits ({result['cap']})")
     assert result == {"cap": result["cap"], "native": False, "auto": "32-true"}
+
+
+def test_the_bf16_probe_alternates_the_dtypes_and_keeps_each_one_s_best(monkeypatch):
+    """A busy host slows single calls by 10x and more: bf16's first three calls here are 50x slow. The probe
+    alternates fp32 and bf16 call by call and keeps each one's fastest, so it still sees bf16 ahead."""
+    clock = {"reads": 0, "now": 0.0}
+
+    def perf_counter():  # every timed call reads the clock twice: its start, then its end
+        clock["reads"] += 1
+        if clock["reads"] % 2 == 0:
+            call = clock["reads"] // 2 - 1  # 0, 1, 2, ...: fp32, bf16, fp32, bf16, ...
+            bf16, round_ = call % 2 == 1, call // 2
+            clock["now"] += (5e-3 if round_ < 3 else 1e-4) if bf16 else 3e-4
+        return clock["now"]
+
+    monkeypatch.setattr(P.time, "perf_counter", perf_counter)
+    fp32_ms, bf16_ms = P._time_matmuls((torch.float32, torch.bfloat16), rounds=P.PROBE_ROUNDS)
+    assert fp32_ms == pytest.approx(0.3) and bf16_ms == pytest.approx(0.1) and clock["reads"] == 4 * P.PROBE_ROUNDS
