@@ -101,6 +101,8 @@ class ACTLitModule(L.LightningModule):
         augment_shift: shift each training sample's images by up to this many pixels (border
             repeated; ``act.training.augment``). Training only. 0: off.
         augment_color: random brightness and contrast in [1 - s, 1 + s] per training sample. 0: off.
+        augment_crop: zoom each training sample into a random window of ``augment_crop`` to 1 times the
+            side of ``image_crop`` (the whole image without one), resized back. Training only. 1: off.
         deployment: what the training data says the policy will see, set by ``scripts/train.py``
             from the dataset: a ``PolicySpec.to_dict()`` (``act.model.spec``, whose defaults fill what
             is left out): ``camera_names`` (in the order the policy sees them), ``image_size`` (H, W),
@@ -130,6 +132,7 @@ class ACTLitModule(L.LightningModule):
         ema_decay: float | None = None,
         augment_shift: int = 0,
         augment_color: float = 0.0,
+        augment_crop: float = 1.0,
         deployment: dict | None = None,
         train_config: dict | None = None,
     ):
@@ -166,7 +169,10 @@ class ACTLitModule(L.LightningModule):
             raise InputError(f"augment_shift must be a whole number of pixels >= 0, got {augment_shift!r}")
         if not 0.0 <= augment_color < 1.0:
             raise InputError(f"augment_color must be in [0, 1), got {augment_color}")
+        if isinstance(augment_crop, bool) or not 0.0 < augment_crop <= 1.0:
+            raise InputError(f"augment_crop must be in (0, 1] (the smallest window side; 1: off), got {augment_crop!r}")
         self.augment_shift, self.augment_color = int(augment_shift), float(augment_color)
+        self.augment_crop = float(augment_crop)
         # The weight average the policy is deployed with (created after the network's weights are final).
         self.ema = None if ema_decay is None else EMA(self.net, ema_decay)
         self._pending_rng_state = None
@@ -209,7 +215,9 @@ class ACTLitModule(L.LightningModule):
         return act_loss(out["actions"], out["target"], batch["is_pad"], out["mu"], out["logvar"], self.kl_weight)
 
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
-        images = augment(batch["images"], self.augment_shift, self.augment_color)  # identity when both are off
+        images = augment(  # identity when all are off
+            batch["images"], self.augment_shift, self.augment_color, self.augment_crop, self.net.image_crop
+        )
         out = self(batch["qpos"], images, batch["action"], batch["is_pad"])
         losses = self._losses(out, batch)
         size = batch["qpos"].shape[0]

@@ -17,7 +17,7 @@ from act.model import ACT, ACTConfig
 from act.model.backbone import ResNetBackbone, feature_hw
 from act.model.checkpoint import load_network, read_checkpoint
 from act.training import marks as marks_module
-from act.training.augment import color_jitter, random_shift
+from act.training.augment import color_jitter, random_resized_crop, random_shift
 from act.training.budget import TRAINER_OVERHEAD, steps_within
 from act.training.ema import EMA, ema_decay_at
 from act.training.fit_budget import FitToBudget
@@ -81,6 +81,7 @@ def test_ema_weights_are_deployed_and_resume_exactly(demos, tmp_path):
         "policy.ema_decay=0.9",
         "policy.augment_shift=2",
         "policy.augment_color=0.2",
+        "policy.augment_crop=0.8",
         "policy.model.backbone_layer=3",
     ]
     train(make_cfg(demos, tmp_path / "straight", "trainer.max_steps=6", *levers))
@@ -95,7 +96,7 @@ def test_ema_weights_are_deployed_and_resume_exactly(demos, tmp_path):
         )
     )
     last = tmp_path / "straight" / "checkpoints" / "last.ckpt"
-    assert_same_weights(last, tmp_path / "resumed" / "checkpoints" / "last.ckpt")  # average, shifts, jitter
+    assert_same_weights(last, tmp_path / "resumed" / "checkpoints" / "last.ckpt")  # average, zooms, shifts, jitter
     state = read_checkpoint(last)["state_dict"]
     key = "model.action_head.weight"
     assert not torch.equal(state[f"net.{key}"], state[f"ema.net.{key}"])
@@ -121,6 +122,42 @@ def test_color_jitter_stays_in_range_and_is_off_at_zero():
     out = color_jitter(images, 0.5, torch.Generator().manual_seed(1))
     assert out.dtype == torch.float32 and out.min() >= 0 and out.max() <= 255
     assert not torch.allclose(out, images.float())
+
+
+def test_random_resized_crop_zooms_into_a_window_of_the_region():
+    """On a ramp image (value = column) a zoom by s leaves a ramp of slope s inside the region, whose values
+    stay inside the region's own: the window is 80-100% of the region's side and lies within it."""
+    B, H, W = 64, 40, 60
+    region = (8, 10, 24, 40)  # top, left, height, width: as policy.image_crop
+    cols = torch.arange(W, dtype=torch.float32).expand(B, 1, 3, H, W)
+    rows = torch.arange(H, dtype=torch.float32).view(H, 1).expand(B, 1, 3, H, W)
+    assert random_resized_crop(cols, 1.0, region) is cols
+    x = random_resized_crop(cols, 0.8, region, torch.Generator().manual_seed(0))[:, 0, 0, 8:32, 10:50]
+    y = random_resized_crop(rows, 0.8, region, torch.Generator().manual_seed(0))[:, 0, 0, 8:32, 10:50]
+    slope_x, slope_y = x[:, 0, 1:] - x[:, 0, :-1], y[:, 1:, 0] - y[:, :-1, 0]  # per sample, per pixel
+    torch.testing.assert_close(slope_x, slope_x[:, :1].expand_as(slope_x), atol=1e-3, rtol=0)  # one zoom per sample
+    torch.testing.assert_close(
+        slope_x[:, 0], slope_y[:, 0], atol=1e-3, rtol=0
+    )  # the same on both axes: the aspect ratio kept
+    assert slope_x.min() >= 0.8 - 1e-4 and slope_x.max() <= 1.0 + 1e-4 and slope_x[:, 0].std() > 0.03
+    # The window lies inside the region (pixel centres: the region's first column is 10, its last 49).
+    assert x.min() >= 10 - 0.5 - 1e-4 and x.max() <= 49 + 0.5 + 1e-4 and y.min() >= 7.5 - 1e-4
+    assert y.max() <= 31.5 + 1e-4 and x[:, 0, 0].std() > 0.5  # and it moves from sample to sample
+    images = torch.randint(0, 256, (2, 2, 3, 16, 16), dtype=torch.uint8)
+    both = random_resized_crop(images, 0.5, None, torch.Generator().manual_seed(1))
+    assert both.dtype == torch.float32 and both.min() >= 0 and both.max() <= 255
+    same = random_resized_crop(
+        torch.stack([images[:, 0], images[:, 0]], 1), 0.5, None, torch.Generator().manual_seed(1)
+    )
+    torch.testing.assert_close(same[:, 0], same[:, 1])  # every camera of a sample zooms the same way
+
+
+def test_augment_crop_is_validated(demos, tmp_path):
+    from act.common.errors import InputError
+
+    for bad in (0.0, 1.5, True):
+        with pytest.raises(InputError, match="augment_crop must be in \\(0, 1\\]"):
+            train(make_cfg(demos, tmp_path / "bad", "trainer.max_steps=1", f"policy.augment_crop={bad}"))
 
 
 # -- checkpoints at wall-clock marks -------------------------------------------------------------
