@@ -10,6 +10,9 @@ recipe with cheaper steps is credited with taking more of them.
 
 A mark before the end is a checkpoint in the middle of its run's learning-rate schedule, not the
 end of a shorter run: the last point of each curve is the recipe as shipped for that budget.
+``curve.runs`` draws the curve of runs already trained instead (the training seeds of
+``scripts/seeds.py``, a ``make demo``): every run's periodic checkpoints and ``last.ckpt``, scored on
+the tuning seeds and pooled per step over the runs, placed in minutes by ``curve.step_s``.
 Settings: configs/learning_curve.yaml (and all of train.yaml). Rerunning resumes training and scores
 only what is missing.
 """
@@ -17,6 +20,7 @@ only what is missing.
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -25,8 +29,11 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from act.apps.evaluate import build_spec, evaluate_and_save
 from act.apps.train import build_probe_module, check_dataset_folder, train
+from act.common.errors import InputError, MissingFileError
 from act.common.io import write_json
 from act.eval.harness import summary_line
+from act.model.checkpoint import read_checkpoint
+from act.pipeline.ablation_table import aggregate
 from act.runtime.device import trainer_device
 from act.runtime.precision import resolve_precision
 from act.training.budget import minutes, steps_within, time_training_step
@@ -40,12 +47,18 @@ def main(cfg: DictConfig) -> dict:
     """Train ``cfg`` for ``curve.train_min`` minutes with checkpoints at ``curve.marks_min``, score
     every mark and the end, write ``<dir>/<name>/curve.json`` and plot every curve in ``<dir>``."""
     root = Path(cfg.curve.dir) / str(cfg.curve.name)
+    if cfg.curve.get("runs"):
+        return finish(cfg, root, {"runs": list(cfg.curve.runs), "step_s": step_s_of_runs(cfg)}, score_runs(cfg, root))
     check_dataset_folder(cfg)  # before the plan: no demonstrations yet is what a new user meets first
     plan = plan_steps(cfg, root / "plan.json")
     marks = train_with_marks(cfg, plan)
     if marks is None:
         return {}  # DDP: every rank trained; rank 0 alone scores the marks and plots
-    points = score_marks(cfg, marks, root)
+    return finish(cfg, root, plan, score_marks(cfg, marks, root))
+
+
+def finish(cfg: DictConfig, root: Path, plan: dict, points: list[dict]) -> dict:
+    """Write ``<root>/curve.json`` and plot every curve in ``curve.dir`` on one figure."""
     curve = {
         "name": str(cfg.curve.name),
         "label": str(cfg.curve.label or cfg.curve.name),
@@ -175,3 +188,70 @@ def score(cfg: DictConfig, ckpt: Path, out_dir: Path) -> dict:
     metrics, _ = evaluate_and_save(eval_cfg, spec, described)
     print(f"      {ckpt.name}: {summary_line(metrics)}", flush=True)
     return metrics
+
+
+def step_s_of_runs(cfg: DictConfig) -> float:
+    """``curve.step_s``, which places trained runs' checkpoints in minutes: they kept steps, not times."""
+    if not cfg.curve.step_s or float(cfg.curve.step_s) <= 0:
+        raise ConfigError(
+            "curve.runs needs curve.step_s: the seconds one training step takes alone on this machine "
+            "(validation and checkpoints included), to place the runs' checkpoints in minutes; e.g. curve.step_s=0.21"
+        )
+    return float(cfg.curve.step_s)
+
+
+def run_checkpoints(sources: list[str]) -> dict[str, dict[int, Path]]:
+    """{run: {step: checkpoint}} of every run under ``sources`` (a run folder, or a folder of runs such as
+    ``scripts/seeds.py``'s): each ``*/checkpoints/`` with a ``last.ckpt``, its ``step<N>.ckpt`` and the last.
+    A run is named by its folder below the source (the source's own name when it is the run)."""
+    runs: dict[str, dict[int, Path]] = {}
+    for source in map(Path, sources):
+        if not source.is_dir():
+            raise MissingFileError(
+                f"curve.runs: {source} is not a folder; name run folders (e.g. outputs/seeds/quickstart)"
+            )
+        lasts = sorted(source.glob("**/checkpoints/last.ckpt"))
+        if not lasts:
+            raise InputError(f"curve.runs: {source} holds no */checkpoints/last.ckpt; train the runs first")
+        for last in lasts:
+            folder = last.parent.parent
+            below = folder.relative_to(source).parts
+            name = "/".join(p for p in below if p != "train") or source.name  # a demo folder trains in train/
+            steps = {
+                int(m.group(1)): c
+                for c in last.parent.glob("step*.ckpt")
+                if (m := re.fullmatch(r"step(\d+)\.ckpt", c.name))
+            }
+            steps[int(read_checkpoint(last)["global_step"])] = last
+            runs[name] = dict(sorted(steps.items()))
+    return runs
+
+
+def score_runs(cfg: DictConfig, root: Path) -> list[dict]:
+    """One point per step that any run kept: its runs' successes on the tuning seeds pooled, with the 95%
+    interval of the pooled episodes and each run's rate (``runs``); the last step is marked final."""
+    step_s = step_s_of_runs(cfg)
+    runs = run_checkpoints(list(cfg.curve.runs))
+    by_step: dict[int, dict[str, dict]] = {}
+    total = sum(map(len, runs.values()))
+    print(f"scoring {total} checkpoints of {len(runs)} runs on the tuning seeds", flush=True)
+    for name, steps in runs.items():
+        for step, ckpt in steps.items():
+            by_step.setdefault(step, {})[name] = score(cfg, ckpt, root / "eval" / name / f"step{step}")
+    last = max(by_step)
+    points = []
+    for step, results in sorted(by_step.items()):
+        pooled = aggregate(results)
+        points.append(
+            {
+                "step": step,
+                "minute": step * step_s / 60.0,
+                "success_rate": pooled["success_rate"],
+                "ci95": pooled["success_rate_ci95"],
+                "successes": pooled["successes"],
+                "num_episodes": pooled["num_episodes"],
+                "runs": pooled["runs"],
+                "final": step == last,
+            }
+        )
+    return points

@@ -89,7 +89,8 @@ def plot_curves(
     curve_files, out_png: str | Path, title: str | None = None, minutes_per_step: float | None = None
 ) -> Path:
     """Success on the tuning seeds (95% interval as error bars) against minutes of training, one
-    line per recipe, from ``act.apps.curve``'s ``curve.json`` files. ``minutes_per_step``: plot
+    line per recipe, from ``act.apps.curve``'s ``curve.json`` files (a curve pooled over several runs
+    also shows each run's rate as a dot). ``minutes_per_step``: plot
     steps x this instead of the recorded minutes (recipes of one step cost, timed alone, compared
     from runs made on a machine shared with other work)."""
     import json
@@ -107,7 +108,10 @@ def plot_curves(
         y = [p["success_rate"] for p in points]
         low = [p["success_rate"] - p["ci95"][0] for p in points]
         high = [p["ci95"][1] - p["success_rate"] for p in points]
-        ax.errorbar(x, y, yerr=[low, high], marker="o", capsize=3, label=curve.get("label") or curve["name"])
+        drawn = ax.errorbar(x, y, yerr=[low, high], marker="o", capsize=3, label=curve.get("label") or curve["name"])
+        for at, p in zip(x, points):  # a curve pooled over runs (curve.runs): each run's rate as a dot
+            rates = list(p.get("runs", {}).values())
+            ax.plot([at] * len(rates), rates, ".", color=drawn[0].get_color(), alpha=0.4)
     ax.set_xlabel("training wall time on this machine (min)")
     ax.set_ylabel("success, tuning seeds (95% CI)")
     ax.set_ylim(0, 1.02)
