@@ -20,6 +20,7 @@ only what is missing.
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -210,7 +211,11 @@ def run_checkpoints(sources: list[str]) -> dict[str, dict[int, Path]]:
             raise MissingFileError(
                 f"curve.runs: {source} is not a folder; name run folders (e.g. outputs/seeds/quickstart)"
             )
-        lasts = sorted(source.glob("**/checkpoints/last.ckpt"))
+        lasts = sorted(  # os.walk: a run linked into the folder (seeds.py's seed0 from make demo) counts too
+            Path(d) / "last.ckpt"
+            for d, _, files in os.walk(source, followlinks=True)
+            if d.endswith("checkpoints") and "last.ckpt" in files
+        )
         if not lasts:
             raise InputError(f"curve.runs: {source} holds no */checkpoints/last.ckpt; train the runs first")
         for last in lasts:

@@ -87,10 +87,11 @@ def test_a_learning_curve_of_runs_already_trained_pools_their_checkpoints_per_st
     from act.training.run import ConfigError
 
     runs = tmp_path / "seeds"
-    for folder in (runs / "seed0" / "train" / "checkpoints", runs / "seed1" / "train" / "checkpoints"):
+    for folder in (runs / "seed0" / "train" / "checkpoints", tmp_path / "demo" / "train" / "checkpoints"):
         folder.mkdir(parents=True)
         shutil.copy(six_step_run / "checkpoints" / "last.ckpt", folder / "last.ckpt")  # step 6
     shutil.copy(tiny_checkpoint, runs / "seed0" / "train" / "checkpoints" / "step3.ckpt")  # a periodic one
+    (runs / "seed1").symlink_to(tmp_path / "demo")  # a make demo run linked in as a seed
     overrides = [
         "curve.name=seeds",
         f"curve.dir={tmp_path / 'curves'}",
