@@ -8,8 +8,9 @@ and reports medians. For each variant:
 
 - ms/step, samples/s and the step's FLOPs (torch's FlopCounterMode);
 - ``floor_ratio``: the step's time over the time its FLOPs take at the rate of a large matmul timed
-  in the same process at the same precision (1.0 = the step runs as fast as a matmul; a ratio of 3
-  means two thirds of the step is not arithmetic);
+  in the same process at the same precision, one matmul per round of steps (so the host's noise falls
+  on both; medians of each), (1.0 = the step runs as fast as a matmul; a ratio of 3 means two thirds of
+  the step is not arithmetic);
 - the step broken into forward, backward, clip, optimizer and ema (milliseconds, medians).
 
 Single queries at batch 1, as the policy runs them, come after. ``experiment=NAME`` takes the
@@ -40,14 +41,13 @@ MATMUL_SIZE = {"cpu": 2048, "cuda": 8192}  # large enough to reach the device's 
 MATMUL_DTYPE = {"32-true": torch.float32, "bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}
 
 
-def matmul_flops_per_s(precision: str, device: str, repeats: int = 5) -> float:
-    """FLOP/s of a square matmul in ``precision``'s compute dtype on ``device`` (the median of
-    ``repeats``). In fp32 on CUDA it runs as the step does: TF32 where the matmul precision allows it."""
+def matmul_call(precision: str, device: str) -> tuple[Callable[[], object], float]:
+    """A square matmul in ``precision``'s compute dtype on ``device``, as a call, and its FLOPs. In fp32 on
+    CUDA it runs as the step does: TF32 where the matmul precision allows it."""
     n = MATMUL_SIZE[torch.device(device).type]
     gen = torch.Generator().manual_seed(0)
     a, b = (torch.randn(n, n, generator=gen).to(device=device, dtype=MATMUL_DTYPE[precision]) for _ in range(2))
-    times = time_calls(lambda: (a @ b, synchronize(device)), repeats, warmup=2)
-    return 2 * n**3 / float(np.median(times))
+    return (lambda: (a @ b, synchronize(device))), 2.0 * n**3
 
 
 @dataclass(frozen=True)
@@ -88,12 +88,26 @@ def time_training(bench: TrainBench, variants: dict[str, tuple[str, bool]], devi
             losses[name] = [steps[name]()]  # warm-up, and the FLOP count of one step
         flops[name] = counter.get_total_flops()
         steps[name]()  # a second warm-up: allocator and kernel caches settle
+    # The matmul rate of each precision, timed once per round beside the steps: timed apart, minutes
+    # of a shared host's drift moved a Zen 4's bf16 rate between 204 and 353 GFLOP/s from one variant
+    # to the next, and each floor ratio with it.
+    matmuls = {
+        precision: matmul_call(precision, device) for precision in dict.fromkeys(p for p, _ in variants.values())
+    }
+    for call, _ in matmuls.values():
+        call(), call()  # warm-up
     times = {name: [] for name in variants}
+    matmul_times = {precision: [] for precision in matmuls}
     for _ in range(bench.train_steps):
         for name, step in steps.items():
             start = time.perf_counter()
             losses[name].append(step())
             times[name].append(time.perf_counter() - start)
+        for precision, (call, _) in matmuls.items():
+            start = time.perf_counter()
+            call()
+            matmul_times[precision].append(time.perf_counter() - start)
+    rates = {precision: flop / float(np.median(matmul_times[precision])) for precision, (_, flop) in matmuls.items()}
     results = {}
     for name, (precision, channels_last) in variants.items():
         if device_type_of(device) != "cpu":  # phases need a synchronisation each: timed apart from the steps
@@ -110,7 +124,7 @@ def time_training(bench: TrainBench, variants: dict[str, tuple[str, bool]], devi
             flops[name],
             phases[name],
             losses[name],
-            device,
+            rates[precision],
         )
     return results
 
@@ -123,10 +137,10 @@ def step_report(
     flops: float,
     phases: StepPhases,
     losses: list,
-    device: str,
+    rate: float,
 ) -> dict:
-    """One variant's row: its step time against the arithmetic floor, and its phases and losses."""
-    rate = matmul_flops_per_s(precision, device)
+    """One variant's row: its step time against the arithmetic floor (``rate``: the matmul's FLOP/s at this
+    precision, timed in the same rounds), and its phases and losses."""
     return {
         "precision": precision,
         "channels_last": channels_last,
