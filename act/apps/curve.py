@@ -20,7 +20,6 @@ only what is missing.
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from pathlib import Path
@@ -35,6 +34,7 @@ from act.common.io import write_json
 from act.eval.harness import summary_line
 from act.model.checkpoint import read_checkpoint
 from act.pipeline.ablation_table import aggregate
+from act.pipeline.seeds import last_checkpoints
 from act.runtime.device import trainer_device
 from act.runtime.precision import resolve_precision
 from act.training.budget import minutes, steps_within, time_training_step
@@ -211,11 +211,7 @@ def run_checkpoints(sources: list[str]) -> dict[str, dict[int, Path]]:
             raise MissingFileError(
                 f"curve.runs: {source} is not a folder; name run folders (e.g. outputs/seeds/quickstart)"
             )
-        lasts = sorted(  # os.walk: a run linked into the folder (seeds.py's seed0 from make demo) counts too
-            Path(d) / "last.ckpt"
-            for d, _, files in os.walk(source, followlinks=True)
-            if d.endswith("checkpoints") and "last.ckpt" in files
-        )
+        lasts = last_checkpoints(source)
         if not lasts:
             raise InputError(f"curve.runs: {source} holds no */checkpoints/last.ckpt; train the runs first")
         for last in lasts:

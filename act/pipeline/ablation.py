@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Mapping
 
 from act.common.errors import InputError, MissingFileError
+from act.pipeline.seeds import last_checkpoints
 
 FOLDER_NAME = re.compile(r"[A-Za-z0-9_.+-]+")  # dataset, line and variant names become folders
 # Set by the ablation for each run: an override of them in a list would be silently replaced.
@@ -166,7 +167,7 @@ def checkpoints_of(line: str, sources: tuple[str, ...]) -> list[Path]:
                 f"ablation.checkpoints.{line}: {source} does not exist; train it first (e.g. "
                 "scripts/ablate.py ablation=chunk_size) or name checkpoints or run folders"
             )
-        paths = [source] if source.is_file() else sorted(source.glob("**/checkpoints/last.ckpt"))
+        paths = [source] if source.is_file() else last_checkpoints(source)
         if not paths or paths[0].suffix != ".ckpt":
             raise InputError(
                 f"ablation.checkpoints.{line}: {source} is neither a .ckpt file nor a folder holding "

@@ -59,3 +59,13 @@ def run_demo(seed: int, run_dir: Path, demo_args: list[str], name: str) -> dict:
         failed.exit_code = proc.returncode
         raise failed
     return json.loads((Path(run_dir) / "summary.json").read_text())
+
+
+def last_checkpoints(folder: Path) -> list[Path]:
+    """Every ``*/checkpoints/last.ckpt`` below ``folder``, sorted, following linked folders (a ``make demo`` run
+    linked into a seeds folder as ``seed0``), which ``Path.glob("**")`` skips on Python 3.11."""
+    return sorted(
+        Path(d) / "last.ckpt"
+        for d, _, files in os.walk(folder, followlinks=True)
+        if Path(d).name == "checkpoints" and "last.ckpt" in files
+    )

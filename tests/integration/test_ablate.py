@@ -203,3 +203,15 @@ def test_temporal_ensembling_evaluates_checkpoints_under_each_setting_once(tiny_
         assert f"ckpt0 = `{tiny_checkpoint}`" in text and (out / "ablation.png").read_bytes()[:8] == PNG
         capsys.readouterr()
         assert run() == table and capsys.readouterr().out.count("evaluated before") == 2
+
+
+def test_checkpoints_of_a_folder_follow_runs_linked_into_it(tiny_checkpoint, tmp_path):
+    """A ``make demo`` run linked into a seeds folder as seed0 counts (pathlib's ``**`` skips links on 3.11)."""
+    import shutil
+
+    for run in ("made/demo", "seeds/seed1"):
+        (tmp_path / run / "checkpoints").mkdir(parents=True)
+        shutil.copy(tiny_checkpoint, tmp_path / run / "checkpoints" / "last.ckpt")
+    (tmp_path / "seeds" / "seed0").symlink_to(tmp_path / "made" / "demo")
+    found = ablation.checkpoints_of("linked", (str(tmp_path / "seeds"),))
+    assert found == [tmp_path / "seeds" / s / "checkpoints" / "last.ckpt" for s in ("seed0", "seed1")]
