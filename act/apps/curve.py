@@ -32,13 +32,13 @@ from act.apps.train import build_probe_module, check_dataset_folder, train
 from act.common.errors import InputError, MissingFileError
 from act.common.io import write_json
 from act.eval.harness import summary_line
-from act.model.checkpoint import read_checkpoint
 from act.pipeline.ablation_table import aggregate
 from act.pipeline.seeds import last_checkpoints
 from act.runtime.device import trainer_device
 from act.runtime.precision import resolve_precision
 from act.training.budget import minutes, steps_within, time_training_step
 from act.training.marks import mark_name
+from act.training.resume import checkpoint_step
 from act.training.run import ConfigError, is_rank_zero
 
 TUNING_SEED = 200000  # recipe choices are scored here, never on the held-out 100000..
@@ -49,7 +49,8 @@ def main(cfg: DictConfig) -> dict:
     every mark and the end, write ``<dir>/<name>/curve.json`` and plot every curve in ``<dir>``."""
     root = Path(cfg.curve.dir) / str(cfg.curve.name)
     if cfg.curve.get("runs"):
-        return finish(cfg, root, {"runs": list(cfg.curve.runs), "step_s": step_s_of_runs(cfg)}, score_runs(cfg, root))
+        step_s = step_s_of_runs(cfg)
+        return finish(cfg, root, {"runs": list(cfg.curve.runs), "step_s": step_s}, score_runs(cfg, root, step_s))
     check_dataset_folder(cfg)  # before the plan: no demonstrations yet is what a new user meets first
     plan = plan_steps(cfg, root / "plan.json")
     marks = train_with_marks(cfg, plan)
@@ -223,15 +224,15 @@ def run_checkpoints(sources: list[str]) -> dict[str, dict[int, Path]]:
                 for c in last.parent.glob("step*.ckpt")
                 if (m := re.fullmatch(r"step(\d+)\.ckpt", c.name))
             }
-            steps[int(read_checkpoint(last)["global_step"])] = last
+            steps[checkpoint_step(last)] = last
             runs[name] = dict(sorted(steps.items()))
     return runs
 
 
-def score_runs(cfg: DictConfig, root: Path) -> list[dict]:
-    """One point per step that any run kept: its runs' successes on the tuning seeds pooled, with the 95%
-    interval of the pooled episodes and each run's rate (``runs``); the last step is marked final."""
-    step_s = step_s_of_runs(cfg)
+def score_runs(cfg: DictConfig, root: Path, step_s: float) -> list[dict]:
+    """One point per step that any run kept, at ``step`` x ``step_s``: its runs' successes on the tuning seeds
+    pooled, with the 95% interval of the pooled episodes and each run's rate (``runs``); the last step is
+    marked final."""
     runs = run_checkpoints(list(cfg.curve.runs))
     by_step: dict[int, dict[str, dict]] = {}
     total = sum(map(len, runs.values()))
