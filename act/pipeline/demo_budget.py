@@ -1,7 +1,7 @@
 """`make demo`'s time budget: the clock since `make demo` started, the training steps that fit the time
-left, the FitToBudget callback that corrects them early in training, and the success a recipe's learning
-curve leads one to expect after them. act/apps/demo.py reads the budget from the experiment's ``demo:``
-block and prints the plan."""
+left, the FitToBudget callback that corrects them early in training and as it goes, and the success a
+recipe's learning curve leads one to expect after them. act/apps/demo.py reads the budget from the
+experiment's ``demo:`` block and prints the plan."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from act.common.io import write_json
 from act.training.budget import steps_within
 
 FIT_FROM_STEP, FIT_AT_STEP = 100, 400  # the real steps timed to correct the plan (at most; fewer in short runs)
+FIT_LOOKS = 20  # then the plan is checked again about this many times over the run (the host drifts)
 END_MARGIN_S = 60.0  # left in the budget for the plot, the summary and the timing's own error
 PROCESS_START = time.time()  # the budget's clock when `make demo` did not start it (DEMO_START)
 
@@ -84,6 +85,7 @@ def fit_to_budget(plan: dict, done: int, plan_path: Path) -> dict | None:
         "floor": plan["floor"],
         "ceiling": plan["ceiling"],
         "plan_path": str(plan_path),
+        "every": max(plan["max_steps"] // FIT_LOOKS, 50),
     }
 
 

@@ -1,4 +1,4 @@
-"""Fitting a run to its time budget with the steps' measured cost, once, early in training.
+"""Fitting a run to its time budget with the steps' measured cost, early in training and again as it goes.
 
 ``make demo`` chooses ``trainer.max_steps`` before training from a bare step timed on random data
 (act/training/budget.py). The real run costs more: the trainer's loop, the data loader sharing the
@@ -11,6 +11,14 @@ Early, the cosine schedule has barely moved (it is still warming up, or within 0
 the run is the one that would have been planned with the right step time. It never raises
 ``max_steps``: the training sample stream was laid out for the planned steps (``StepSampler``), and a
 run faster than its plan only ends early.
+
+One early look was not enough: on a Zen 4 the plan's steps ran at the planned 224 ms at steps 100-400
+and averaged 267 ms over the run as the host drifted, and ``make demo`` ended 2 min 24 s over its 45
+(docs/results.md). With ``every``, the callback looks again every ``every`` steps after ``at_step``,
+with the mean step time since ``from_step`` (validation and the loader included, as they recur), and
+lowers ``max_steps`` again where the time left no longer holds the steps left. A cut later in the
+run lowers the cosine's remaining steps, not what it did before: the learning rate steps down a little
+and then follows the shorter schedule to the same floor.
 """
 
 from __future__ import annotations
@@ -26,7 +34,8 @@ from act.common.io import write_json
 
 
 class FitToBudget(L.Callback):
-    """Lowers ``trainer.max_steps`` once, at step ``at_step``, to end training by ``deadline``.
+    """Lowers ``trainer.max_steps`` at step ``at_step`` (and, with ``every``, at every ``every`` steps
+    after it) to end training by ``deadline``.
 
     Args:
         deadline: the time (``time.time()``, seconds) by which training should end.
@@ -34,6 +43,7 @@ class FitToBudget(L.Callback):
         floor, ceiling: the fewest and most steps the new plan may choose.
         plan_path: a plan.json to update, so that a resumed run keeps the new total (rank 0 writes).
         min_change: re-plan only when the steps differ by more than this fraction.
+        every: look again every this many steps after ``at_step`` (None: the one look).
     """
 
     def __init__(
@@ -45,9 +55,13 @@ class FitToBudget(L.Callback):
         ceiling: int | None = None,
         plan_path: str | None = None,
         min_change: float = 0.01,
+        every: int | None = None,
     ):
         if not 0 <= from_step < at_step:
             raise InputError(f"FitToBudget needs 0 <= from_step < at_step, got {from_step} and {at_step}")
+        if every is not None and every < 1:
+            raise InputError(f"FitToBudget needs every >= 1 step (or None for one look), got {every}")
+        self.every = None if every is None else int(every)
         self.deadline, self.from_step, self.at_step = float(deadline), int(from_step), int(at_step)
         self.floor, self.ceiling, self.plan_path, self.min_change = int(floor), ceiling, plan_path, min_change
         self._from_time: float | None = None
@@ -60,13 +74,19 @@ class FitToBudget(L.Callback):
         step = trainer.global_step
         if step == self.from_step:
             self._from_time = self.clock()
-        elif step == self.at_step and self._from_time is not None:  # not when resumed past from_step
+        elif self.looks_at(step) and self._from_time is not None:  # not when resumed past from_step
             now = self.clock()
-            step_s = (now - self._from_time) / (self.at_step - self.from_step)
+            step_s = (now - self._from_time) / (step - self.from_step)
             steps = min(self.steps_by_deadline(step, now, step_s), trainer.max_steps)
             steps = trainer.strategy.broadcast(steps, src=0)  # one plan for every rank: rank 0's clock
             if trainer.max_steps - steps > self.min_change * trainer.max_steps:
                 self.replan(trainer, pl_module, steps, step_s)
+
+    def looks_at(self, step: int) -> bool:
+        """Whether the plan is checked after ``step``: ``at_step``, then every ``every`` steps."""
+        if step == self.at_step:
+            return True
+        return self.every is not None and step > self.at_step and (step - self.at_step) % self.every == 0
 
     def steps_by_deadline(self, step: int, now: float, step_s: float) -> int:
         """The total steps that end at the deadline at ``step_s`` seconds each, within floor..ceiling."""
@@ -88,15 +108,15 @@ class FitToBudget(L.Callback):
                 flush=True,
             )
             if self.plan_path:
-                self._update_plan(steps, step_s, before)
+                self._update_plan(steps, step_s, before, trainer.global_step)
 
-    def _update_plan(self, steps: int, step_s: float, before: int) -> None:
+    def _update_plan(self, steps: int, step_s: float, before: int, step: int) -> None:
         path = Path(self.plan_path)
         plan = json.loads(path.read_text()) if path.is_file() else {}
+        planned = plan.get("why", "planned").split("; re-planned")[0]  # the latest correction replaces an earlier one
         plan.update(
             max_steps=steps,
             trained_step_s=step_s,
-            why=f"{plan.get('why', 'planned')}; re-planned from {before} at step {self.at_step} with the "
-            f"steps' measured {1000 * step_s:.0f} ms",
+            why=f"{planned}; re-planned from {before} at step {step} with the steps' measured {1000 * step_s:.0f} ms",
         )
         write_json(path, plan)

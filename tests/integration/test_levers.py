@@ -13,6 +13,7 @@ from omegaconf import OmegaConf
 import act.apps.demo as demo_app
 import act.pipeline.demo_budget as demo_budget
 from act.apps.train import train
+from act.common.errors import InputError
 from act.model import ACT, ACTConfig
 from act.model.backbone import ResNetBackbone, feature_hw
 from act.model.checkpoint import load_network, read_checkpoint
@@ -153,7 +154,6 @@ def test_random_resized_crop_zooms_into_a_window_of_the_region():
 
 
 def test_augment_crop_is_validated(demos, tmp_path):
-    from act.common.errors import InputError
 
     for bad in (0.0, 1.5, True):
         with pytest.raises(InputError, match="augment_crop must be in \\(0, 1\\]"):
@@ -229,6 +229,7 @@ def test_the_demo_re_plans_only_a_plan_it_just_fitted_to_a_budget(tmp_path, monk
     refit = demo_budget.fit_to_budget(plan, 0, tmp_path / "plan.json")
     assert refit["_target_"] == "act.training.fit_budget.FitToBudget" and refit["floor"] == 1000
     assert refit["deadline"] == pytest.approx(plan["deadline"]) and refit["ceiling"] == 20000
+    assert refit["every"] == max(plan["max_steps"] // demo_budget.FIT_LOOKS, 50)  # it looks again as it goes
     assert demo_budget.fit_to_budget(plan, 500, tmp_path / "plan.json") is None  # resumed past the timed steps
     kept = demo_app.choose_steps(cfg, cfg.demo, 0.3, 120.0, tmp_path / "plan.json")
     assert demo_budget.fit_to_budget(kept, 0, tmp_path / "plan.json") is None  # its deadline has passed
@@ -263,6 +264,36 @@ def test_a_run_slower_than_planned_is_re_planned_to_end_by_its_deadline(demos, t
     # the schedule follows the new total: the cosine reaches its floor at step 10, not 20
     lrs = [group["lr"] for group in last["optimizer_states"][0]["param_groups"]]
     assert lrs[0] == pytest.approx(cfg.policy.optimizer.lr * cfg.policy.lr_min_ratio, abs=1e-12)
+
+
+def test_a_run_that_slows_down_after_the_first_look_is_re_planned_again(demos, tmp_path, monkeypatch):
+    # A Zen 4's demo ran its steps 100-400 at the planned pace, then 19% slower: 2.4 minutes over the budget.
+    # The fake clock: steps 2-4 take 2 s each (the plan holds: 4 + 96 / 2 > 40), then 5 s each. The looks
+    # every 2 steps use the mean since step 2: at 6, 3.5 s -> 30 steps; 8 -> 27; 10 -> 25; 12 -> 24; 16 -> 23.
+    times = iter([0.0, 4.0, *range(14, 10**4, 10)])
+    monkeypatch.setattr(FitToBudget, "clock", staticmethod(lambda: float(next(times))))
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"max_steps": 40, "why": "fits demo.budget_min=45"}))
+    cfg = make_cfg(
+        demos,
+        tmp_path / "run",
+        "trainer.max_steps=40",
+        "policy.lr_schedule=cosine",
+        "policy.lr_warmup_steps=1",
+        "+callbacks.fit._target_=act.training.fit_budget.FitToBudget",
+        "+callbacks.fit.deadline=100",
+        "+callbacks.fit.from_step=2",
+        "+callbacks.fit.at_step=4",
+        "+callbacks.fit.every=2",
+        f"+callbacks.fit.plan_path={plan}",
+    )
+    train(cfg)
+    assert read_checkpoint(tmp_path / "run" / "checkpoints" / "last.ckpt")["global_step"] == 23
+    written = json.loads(plan.read_text())
+    assert written["max_steps"] == 23 and written["why"].count("re-planned") == 1  # the latest correction only
+    assert written["why"].startswith("fits demo.budget_min=45; re-planned from 24 at step 16")
+    with pytest.raises(InputError, match="every >= 1"):
+        FitToBudget(deadline=1.0, every=0)
 
 
 def test_demo_expects_success_from_the_learning_curve():
