@@ -46,7 +46,9 @@ from act.pipeline.demo_budget import (
     expected_success,
     fit_to_budget,
     fitted_plan,
+    pace_line,
     seconds_since_start,
+    training_pace,
 )
 from act.pipeline.plot import plot_run
 from act.runtime.execution import ExecutionConfig
@@ -89,6 +91,7 @@ class Trained:
     step: int  # of last.ckpt
     ckpt: Path  # the checkpoint evaluated: last.ckpt or the newest best-*.ckpt (demo.checkpoint)
     ckpt_step: int
+    pace: dict | None = None  # the steps trained in this run against the bare step (demo_budget.training_pace)
 
 
 def check_demo_settings(cfg: DictConfig) -> DictConfig:
@@ -207,7 +210,8 @@ def train_within_budget(cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig,
     step = checkpoint_step(ckpt_dir / "last.ckpt")
     ckpt, ckpt_step = checkpoint_to_evaluate(ckpt_dir, demo.checkpoint, step)
     print(f"      step {step} in {minutes(elapsed)}; evaluating {ckpt}")
-    return Trained(plan=plan, metrics=train_metrics, step=step, ckpt=ckpt, ckpt_step=ckpt_step)
+    pace = training_pace(step - done, elapsed, plan.get("bare_step_s"))
+    return Trained(plan=plan, metrics=train_metrics, step=step, ckpt=ckpt, ckpt_step=ckpt_step, pace=pace)
 
 
 def plan_stages(cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig, done: int, plan_path: Path) -> dict:
@@ -230,7 +234,7 @@ def plan_stages(cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig, done: i
         else [evaluation]
     )
     print_plan(demo, plan, layout, estimates)
-    return {**plan, "planned_s": {e.stage: e.seconds for e in estimates}}
+    return {**plan, "planned_s": {e.stage: e.seconds for e in estimates}, "bare_step_s": step_s}
 
 
 def time_memory_formats(cfg: DictConfig, precision: str, plan_path: Path):
@@ -388,6 +392,7 @@ def summarise(
         )
     strip = filmstrip(metrics["videos"][0], root / "filmstrip.png") if metrics.get("videos") else None
     total_since_make = seconds_since_start() if os.environ.get("DEMO_START") else None
+    earlier = json.loads((root / "summary.json").read_text()) if (root / "summary.json").is_file() else {}
     summary = {
         "task": cfg.task.name,
         "success_rate": metrics["success_rate"],
@@ -401,6 +406,7 @@ def summarise(
         "max_steps": int(trained.plan["max_steps"]),
         "steps_why": trained.plan["why"],
         "train_steps": trained.step,
+        "train_pace": trained.pace or earlier.get("train_pace"),  # a rerun that trained nothing keeps the last
         "train_metrics": trained.metrics,
         "checkpoint": str(trained.ckpt),
         "metrics": str(root / "eval" / "metrics.json"),
@@ -424,6 +430,8 @@ def print_summary(summary: dict, metrics: dict, train_log: Path | None, path: Pa
         f"eval {minutes(times['eval'])}"
         + (f" | total since `make demo` {minutes(since_make)}" if since_make is not None else "")
     )
+    if summary.get("train_pace"):
+        print(pace_line(summary["train_pace"]))
     print(f"checkpoint: {summary['checkpoint']}\nmetrics:    {summary['metrics']}\ntrain log:  {train_log or '-'}")
     print(
         f"plot:       {summary['plot']}\nfilmstrip:  {summary['filmstrip'] or '-'}\n"

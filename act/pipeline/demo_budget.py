@@ -14,7 +14,7 @@ from typing import Mapping
 import numpy as np
 
 from act.common.io import write_json
-from act.training.budget import steps_within
+from act.training.budget import TRAINER_OVERHEAD, steps_within
 
 FIT_FROM_STEP, FIT_AT_STEP = 100, 400  # the real steps timed to correct the plan (at most; fewer in short runs)
 FIT_LOOKS = 20  # then the plan is checked again about this many times over the run (the host drifts)
@@ -87,6 +87,29 @@ def fit_to_budget(plan: dict, done: int, plan_path: Path) -> dict | None:
         "plan_path": str(plan_path),
         "every": max(plan["max_steps"] // FIT_LOOKS, 50),
     }
+
+
+def training_pace(steps: int, seconds: float, bare_step_s: float | None) -> dict | None:
+    """The pace of the steps trained in this run against the bare step the plan timed (issue 30: the
+    trainer's own overhead: its loop, the data loader on the same cores, validation and checkpoints, for
+    which the plan allows ``TRAINER_OVERHEAD``); None where no step was trained in this run."""
+    if steps <= 0 or seconds <= 0:
+        return None
+    pace = {"steps": int(steps), "seconds": float(seconds), "ms_per_step": 1000.0 * seconds / steps}
+    if bare_step_s:
+        pace.update(bare_ms_per_step=1000.0 * bare_step_s, overhead=seconds / steps / bare_step_s)
+    return pace
+
+
+def pace_line(pace: Mapping) -> str:
+    """One line for the summary: the trained step against the bare one, and the plan's allowance."""
+    line = f"training pace: {pace['ms_per_step']:.0f} ms a step over {pace['steps']} steps"
+    if "overhead" in pace:
+        line += (
+            f", {pace['overhead']:.2f}x the bare step timed before training ({pace['bare_ms_per_step']:.0f} ms; "
+            f"the plan allows {TRAINER_OVERHEAD:.2f}x for the trainer's loop, data loading and validation)"
+        )
+    return line
 
 
 def expected_success(demo: Mapping, steps: int) -> str | None:

@@ -47,6 +47,11 @@ def test_demo_runs_every_stage_then_resumes_without_repeating(monkeypatch, capsy
     assert metrics["seeds"] == [100000, 100001] and metrics["ckpt_step"] == 4
     assert f"transfer_cube: success {summary['successes']}/2 = " in first and "[95% CI" in first
     assert "plot:" in first and str(out / "curves.png") in first
+    # Issue 30: the trained steps' pace against the bare step the plan timed (the trainer's own overhead).
+    pace = summary["train_pace"]
+    assert pace["steps"] == 4 and pace["ms_per_step"] == pytest.approx(1000 * pace["seconds"] / 4)
+    assert pace["overhead"] == pytest.approx(pace["ms_per_step"] / pace["bare_ms_per_step"]) and pace["overhead"] > 0
+    assert "training pace: " in first and "x the bare step timed before training" in first
 
     # More steps: demos kept, training resumed from step 4, evaluation redone for the new checkpoint.
     second = run_demo(monkeypatch, capsys, *demo_overrides(tmp_path, "trainer.max_steps=6"))
@@ -61,6 +66,8 @@ def test_demo_runs_every_stage_then_resumes_without_repeating(monkeypatch, capsy
     assert set(times) == {"record", "train", "eval"}
     assert all(times[k] >= second_times[k] >= summary["wall_time_s"][k] > 0 for k in times), (times, second_times)
     assert times["train"] > summary["wall_time_s"]["train"]  # the second run's two steps added to the first's
+    # The pace is the last run that trained: the second's two steps, kept by the third, which trained none.
+    assert json.loads((out / "summary.json").read_text())["train_pace"]["steps"] == 2 and "training pace" in third
 
 
 def test_the_plan_times_both_memory_formats_and_keeps_the_faster(monkeypatch, tmp_path):
