@@ -236,25 +236,33 @@ def test_the_demo_re_plans_only_a_plan_it_just_fitted_to_a_budget(tmp_path, monk
     assert demo_budget.fit_to_budget({"max_steps": 50, "why": "given"}, 0, tmp_path / "plan.json") is None
 
 
+def budgeted_run(demos, tmp_path, max_steps: int, deadline: float, every: int | None = None):
+    """A plan.json for ``max_steps`` and a tiny run with FitToBudget timing steps 2-4 against ``deadline``
+    (and looking again every ``every`` steps), on a cosine schedule; returns (plan path, config)."""
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"max_steps": max_steps, "why": "fits demo.budget_min=45"}))
+    cfg = make_cfg(
+        demos,
+        tmp_path / "run",
+        f"trainer.max_steps={max_steps}",
+        "policy.lr_schedule=cosine",
+        "policy.lr_warmup_steps=1",
+        "+callbacks.fit._target_=act.training.fit_budget.FitToBudget",
+        f"+callbacks.fit.deadline={deadline}",
+        "+callbacks.fit.from_step=2",
+        "+callbacks.fit.at_step=4",
+        f"+callbacks.fit.plan_path={plan}",
+        *([f"+callbacks.fit.every={every}"] if every else []),
+    )
+    return plan, cfg
+
+
 def test_a_run_slower_than_planned_is_re_planned_to_end_by_its_deadline(demos, tmp_path, monkeypatch, capsys):
     # Issue 30: insertion's plan allowed 10% over a bare step, its steps took 18% more: 3.5 minutes over.
     # The fake clock reads 0 at step 2 and 10 at step 4 (5 s a step): 30 s to the deadline are 6 more steps.
     clock = iter(range(0, 10**6, 10))
     monkeypatch.setattr(FitToBudget, "clock", staticmethod(lambda: float(next(clock))))
-    plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"max_steps": 20, "why": "fits demo.budget_min=45"}))
-    cfg = make_cfg(
-        demos,
-        tmp_path / "run",
-        "trainer.max_steps=20",
-        "policy.lr_schedule=cosine",
-        "policy.lr_warmup_steps=1",
-        "+callbacks.fit._target_=act.training.fit_budget.FitToBudget",
-        "+callbacks.fit.deadline=40",
-        "+callbacks.fit.from_step=2",
-        "+callbacks.fit.at_step=4",
-        f"+callbacks.fit.plan_path={plan}",
-    )
+    plan, cfg = budgeted_run(demos, tmp_path, max_steps=20, deadline=40)
     train(cfg)
     last = read_checkpoint(tmp_path / "run" / "checkpoints" / "last.ckpt")
     assert last["global_step"] == 10 and json.loads(plan.read_text())["max_steps"] == 10
@@ -272,21 +280,7 @@ def test_a_run_that_slows_down_after_the_first_look_is_re_planned_again(demos, t
     # every 2 steps use the mean since step 2: at 6, 3.5 s -> 30 steps; 8 -> 27; 10 -> 25; 12 -> 24; 16 -> 23.
     times = iter([0.0, 4.0, *range(14, 10**4, 10)])
     monkeypatch.setattr(FitToBudget, "clock", staticmethod(lambda: float(next(times))))
-    plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"max_steps": 40, "why": "fits demo.budget_min=45"}))
-    cfg = make_cfg(
-        demos,
-        tmp_path / "run",
-        "trainer.max_steps=40",
-        "policy.lr_schedule=cosine",
-        "policy.lr_warmup_steps=1",
-        "+callbacks.fit._target_=act.training.fit_budget.FitToBudget",
-        "+callbacks.fit.deadline=100",
-        "+callbacks.fit.from_step=2",
-        "+callbacks.fit.at_step=4",
-        "+callbacks.fit.every=2",
-        f"+callbacks.fit.plan_path={plan}",
-    )
+    plan, cfg = budgeted_run(demos, tmp_path, max_steps=40, deadline=100, every=2)
     train(cfg)
     assert read_checkpoint(tmp_path / "run" / "checkpoints" / "last.ckpt")["global_step"] == 23
     written = json.loads(plan.read_text())
