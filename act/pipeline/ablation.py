@@ -38,6 +38,26 @@ def _named(items, key: str) -> dict[str, tuple[str, ...]]:
     return {str(name): _strings(strings, f"{key}.{name}") for name, strings in items.items()}
 
 
+def _variant_steps(items, variants) -> dict[str, int]:
+    """``ablation.variant_steps``: {variant: positive steps}, each naming a variant (none: empty)."""
+    if items is None:
+        return {}
+    if not isinstance(items, dict):
+        raise InputError(
+            f"ablation.variant_steps must map variants to training steps, like {{b16: 5850}}; got {items!r}"
+        )
+    for name, steps in items.items():
+        if str(name) not in {str(v) for v in variants}:
+            raise InputError(
+                f"ablation.variant_steps.{name}: no such variant; the variants are {', '.join(map(str, variants))}"
+            )
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
+            raise InputError(
+                f"ablation.variant_steps.{name} must be a positive number of training steps, got {steps!r}"
+            )
+    return {str(name): int(steps) for name, steps in items.items()}
+
+
 @dataclass(frozen=True)
 class AblationSettings:
     """An ablation (configs/ablation/) with the command's ``dir`` and ``overrides``, checked once.
@@ -51,6 +71,8 @@ class AblationSettings:
             or {name: checkpoints, or folders holding */checkpoints/last.ckpt} (evaluation only).
         base: every run's overrides, first; ``overrides``: the command's own, after them.
         seeds, max_steps: training seeds and steps of every run (training ablations; else empty, None).
+        variant_steps: {variant: steps} for variants that train another number of steps than
+            ``max_steps`` (e.g. batch 16 at the time batch 8's steps take: issue 30's candidates).
         eval: evaluation settings of every run (configs/eval.yaml keys).
         dir: the ablation's folder. evaluation_only: whether ``lines`` names checkpoints.
     """
@@ -64,6 +86,7 @@ class AblationSettings:
     overrides: tuple[str, ...]
     seeds: tuple[int, ...]
     max_steps: int | None
+    variant_steps: dict[str, int]
     eval: dict
     dir: Path
     evaluation_only: bool
@@ -80,7 +103,7 @@ class AblationSettings:
                 f"ablation.checkpoints (evaluate them), not {'both' if evaluation_only else 'neither'}"
             )
         lines = "checkpoints" if evaluation_only else "datasets"
-        seeds, max_steps = (), None
+        seeds, max_steps, variant_steps = (), None, {}
         if not evaluation_only:
             seeds = tuple(a["seeds"]) if isinstance(a.get("seeds"), list) else ()
             if (
@@ -94,6 +117,7 @@ class AblationSettings:
             max_steps = a.get("max_steps")
             if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0:
                 raise InputError(f"ablation.max_steps must be a positive number of training steps, got {max_steps!r}")
+            variant_steps = _variant_steps(a.get("variant_steps"), a["variants"])
         evaluation = dict(a["eval"]) if isinstance(a.get("eval"), dict) else None
         if evaluation is None:
             raise InputError(f"ablation.eval must be a mapping of eval.py settings, got {a.get('eval')!r}")
@@ -107,12 +131,17 @@ class AblationSettings:
             overrides=_strings(overrides, "overrides"),
             seeds=seeds,
             max_steps=max_steps,
+            variant_steps=variant_steps,
             eval=evaluation,
             dir=Path(folder),
             evaluation_only=evaluation_only,
         )
         settings.check_per_run_keys()
         return settings
+
+    def steps_of(self, variant: str) -> int | None:
+        """The training steps of ``variant``'s runs: its own ``variant_steps``, else ``max_steps``."""
+        return self.variant_steps.get(variant, self.max_steps)
 
     def check_per_run_keys(self) -> None:
         """No override list sets what the ablation sets for each run (its seed, folder, steps, checkpoint)."""
@@ -204,7 +233,7 @@ def plan_runs(s: AblationSettings) -> list[Run]:
             variant,
             f"seed{seed}",
             s.dir / line / variant / f"seed{seed}",
-            (*s.base, *s.overrides, *data, *overrides, f"trainer.max_steps={s.max_steps}", *evaluation),
+            (*s.base, *s.overrides, *data, *overrides, f"trainer.max_steps={s.steps_of(variant)}", *evaluation),
             seed=seed,
         )
         for seed in s.seeds

@@ -48,6 +48,7 @@ def tabulate(s: AblationSettings, runs: list[Run], results: dict[Run, dict], giv
         "evaluation_only": s.evaluation_only,
         "seeds": list(s.seeds),
         "max_steps": s.max_steps,
+        "variant_steps": s.variant_steps,
         "eval": s.eval,
         "lines": {
             line: {
@@ -67,6 +68,8 @@ def ablation_markdown(table: dict) -> str:
     samples = list(dict.fromkeys(k for cells in table["lines"].values() for c in cells.values() for k in c["runs"]))
     first = "checkpoints" if table["evaluation_only"] else "dataset"
     budget = "" if table["evaluation_only"] else f"; {table['max_steps']} training steps a run"
+    if table.get("variant_steps"):
+        budget += " (" + ", ".join(f"{v}: {n}" for v, n in table["variant_steps"].items()) + ")"
     evaluation = ", ".join(f"{k}={v}" for k, v in table["eval"].items())
     rows = [
         f"## {table['title']}",

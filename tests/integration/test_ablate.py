@@ -54,6 +54,13 @@ def test_the_shipped_ablations_run_the_paper_s_settings_at_the_quickstart_s_scal
         k1 = compose("demo", overrides=list(runs[0].overrides))
         cvae = ablate.ablation_settings(ablation_cfg("ablation=cvae", dir=str(tmp_path)))
         ensembling = ablate.ablation_settings(ablation_cfg("ablation=temporal_ensembling"))
+        candidates = ablate.ablation_settings(ablation_cfg("ablation=quickstart_candidates"))
+        candidate_runs = ablation.plan_runs(candidates)
+        ablate.check_runs(candidates, candidate_runs)
+        b16, demos200 = (
+            compose("demo", overrides=list(next(r for r in candidate_runs if r.variant == v).overrides))
+            for v in ("b16", "demos200")
+        )
     assert list(chunk.variants) == ["1", "10", "25", "50", "100"] and chunk.seeds == (0, 1, 2)
     assert [r.sample for r in runs[:6]] == ["seed0"] * 5 + ["seed1"] and len(runs) == 15  # seed by seed
     assert runs[0].folder == chunk.dir / "scripted" / "1" / "seed0" and str(chunk.dir) == "outputs/ablations/chunk_size"
@@ -66,6 +73,11 @@ def test_the_shipped_ablations_run_the_paper_s_settings_at_the_quickstart_s_scal
     assert list(cvae.lines) == ["scripted", "human_like"] and list(cvae.variants) == ["with", "without"]
     assert "demo.expert=human_like" in cvae.lines["human_like"] and len(ablation.plan_runs(cvae)) == 12
     assert ensembling.evaluation_only and list(ensembling.variants) == ["off", "0", "0.01", "0.1"]
+    # Issue 30's candidates: each at its own steps (batch 16 at batch 8's time), scored on the tuning seeds.
+    assert [candidates.steps_of(v) for v in candidates.variants] == [8705, 5900, 8705, 8705, 15178]
+    assert b16.data.batch_size == 16 and b16.trainer.max_steps == 5900 and b16.demo.eval.seed == 200000
+    assert demos200.demo.num_demos == 200 and demos200.data.dataset_dir != k1.data.dataset_dir  # never mixed
+    assert len(candidate_runs) == 15
     with pytest.raises(
         MissingFileError,
         match="ablation.checkpoints.k100: outputs/ablations/chunk_size/scripted/100 does not exist; train it first",
@@ -80,6 +92,9 @@ def test_the_shipped_ablations_run_the_paper_s_settings_at_the_quickstart_s_scal
     [
         (["ablation.seeds=[]"], {}, "ablation.seeds must be distinct integers, at least one"),
         (["ablation.max_steps=0"], {}, "ablation.max_steps must be a positive number of training steps, got 0"),
+        (["+ablation.variant_steps={k7:5}"], {}, "ablation.variant_steps.k7: no such variant; the variants are 1, 10"),
+        (["+ablation.variant_steps={10:0}"], {}, "variant_steps.10 must be a positive number of training steps, got 0"),
+        (["+ablation.variant_steps=5"], {}, "ablation.variant_steps must map variants to training steps"),
         (["+ablation.eval.episodes=2"], {}, "ablation.eval.episodes is not an eval.py setting (configs/eval.yaml)"),
         (["overrides=['seed=3']"], {}, "overrides: seed is set for each run by the ablation; use ablation.seeds"),
         ([], {"variants": {"k/1": ["policy.model.chunk_size=1"]}}, "ablation.variants.k/1: a name of letters, digits"),
