@@ -38,24 +38,26 @@ def _named(items, key: str) -> dict[str, tuple[str, ...]]:
     return {str(name): _strings(strings, f"{key}.{name}") for name, strings in items.items()}
 
 
+def _steps(value, key: str) -> int:
+    """``value`` as a positive number of training steps (``key`` names it in the message)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InputError(f"{key} must be a positive number of training steps, got {value!r}")
+    return value
+
+
 def _variant_steps(items, variants) -> dict[str, int]:
     """``ablation.variant_steps``: {variant: positive steps}, each naming a variant (none: empty)."""
     if items is None:
         return {}
     if not isinstance(items, dict):
         raise InputError(
-            f"ablation.variant_steps must map variants to training steps, like {{b16: 5850}}; got {items!r}"
+            f"ablation.variant_steps must map variants to training steps, like {{b16: 5900}}; got {items!r}"
         )
-    for name, steps in items.items():
-        if str(name) not in {str(v) for v in variants}:
-            raise InputError(
-                f"ablation.variant_steps.{name}: no such variant; the variants are {', '.join(map(str, variants))}"
-            )
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
-            raise InputError(
-                f"ablation.variant_steps.{name} must be a positive number of training steps, got {steps!r}"
-            )
-    return {str(name): int(steps) for name, steps in items.items()}
+    names = [str(v) for v in variants]
+    for name in items:
+        if str(name) not in names:
+            raise InputError(f"ablation.variant_steps.{name}: no such variant; the variants are {', '.join(names)}")
+    return {str(name): _steps(steps, f"ablation.variant_steps.{name}") for name, steps in items.items()}
 
 
 @dataclass(frozen=True)
@@ -114,9 +116,7 @@ class AblationSettings:
                 raise InputError(
                     f"ablation.seeds must be distinct integers, at least one, like [0,1,2]; got {a.get('seeds')}"
                 )
-            max_steps = a.get("max_steps")
-            if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0:
-                raise InputError(f"ablation.max_steps must be a positive number of training steps, got {max_steps!r}")
+            max_steps = _steps(a.get("max_steps"), "ablation.max_steps")
             variant_steps = _variant_steps(a.get("variant_steps"), a["variants"])
         evaluation = dict(a["eval"]) if isinstance(a.get("eval"), dict) else None
         if evaluation is None:
