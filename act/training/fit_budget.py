@@ -9,8 +9,8 @@ between ``from_step`` and ``at_step`` and, where they are slower than planned, l
 so that training ends at the budget's deadline, the learning-rate schedule following the new total.
 Early, the cosine schedule has barely moved (it is still warming up, or within 0.1% of its peak), so
 the run is the one that would have been planned with the right step time. It never raises
-``max_steps``: the training sample stream was laid out for the planned steps (``StepSampler``), and a
-run faster than its plan only ends early.
+``max_steps`` above the plan it started with: the training sample stream was laid out for the planned
+steps (``StepSampler``), and a run faster than its plan only ends early.
 
 One early look was not enough: on a Zen 4 the plan's steps ran at the planned 224 ms at steps 100-400
 and averaged 267 ms over the run as the host drifted, and ``make demo`` ended 2 min 24 s over its 45
@@ -19,6 +19,10 @@ with the mean step time since ``from_step`` (validation and the loader included,
 lowers ``max_steps`` again where the time left no longer holds the steps left. A cut later in the
 run lowers the cosine's remaining steps, not what it did before: the learning rate steps down a little
 and then follows the shorter schedule to the same floor.
+
+A look may also give back steps that an earlier one cut, up to the plan's total: on an Intel Xeon the
+steps 100-400 ran at 341 ms while the run averaged 299 ms, and the cut from 6700 to 6246 steps that the
+first look made left `make demo` 4.5 minutes short of its budget (docs/results.md).
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from act.common.io import write_json
 
 class FitToBudget(L.Callback):
     """Lowers ``trainer.max_steps`` at step ``at_step`` (and, with ``every``, at every ``every`` steps
-    after it) to end training by ``deadline``.
+    after it) to end training by ``deadline``; a later look raises it again, never above the steps planned
+    when ``from_step`` was reached.
 
     Args:
         deadline: the time (``time.time()``, seconds) by which training should end.
@@ -65,6 +70,7 @@ class FitToBudget(L.Callback):
         self.deadline, self.from_step, self.at_step = float(deadline), int(from_step), int(at_step)
         self.floor, self.ceiling, self.plan_path, self.min_change = int(floor), ceiling, plan_path, min_change
         self._from_time: float | None = None
+        self._planned: int | None = None  # max_steps at from_step: the most a look may give back
 
     clock = staticmethod(time.time)  # seconds; replaceable in tests
 
@@ -73,13 +79,13 @@ class FitToBudget(L.Callback):
     ) -> None:
         step = trainer.global_step
         if step == self.from_step:
-            self._from_time = self.clock()
+            self._from_time, self._planned = self.clock(), int(trainer.max_steps)
         elif self.looks_at(step) and self._from_time is not None:  # not when resumed past from_step
             now = self.clock()
             step_s = (now - self._from_time) / (step - self.from_step)
-            steps = min(self.steps_by_deadline(step, now, step_s), trainer.max_steps)
+            steps = min(self.steps_by_deadline(step, now, step_s), self._planned)
             steps = trainer.strategy.broadcast(steps, src=0)  # one plan for every rank: rank 0's clock
-            if trainer.max_steps - steps > self.min_change * trainer.max_steps:
+            if abs(trainer.max_steps - steps) > self.min_change * trainer.max_steps:
                 self.replan(trainer, pl_module, steps, step_s)
 
     def looks_at(self, step: int) -> bool:
