@@ -236,6 +236,16 @@ def test_the_demo_re_plans_only_a_plan_it_just_fitted_to_a_budget(tmp_path, monk
     assert demo_budget.fit_to_budget({"max_steps": 50, "why": "given"}, 0, tmp_path / "plan.json") is None
 
 
+def final_lr(checkpoint: dict) -> float:
+    """The learning rate a checkpoint's optimiser would use next (its first parameter group)."""
+    return checkpoint["optimizer_states"][0]["param_groups"][0]["lr"]
+
+
+def lr_floor(cfg) -> float:
+    """Where the cosine schedule of ``cfg`` ends."""
+    return cfg.policy.optimizer.lr * cfg.policy.lr_min_ratio
+
+
 def budgeted_run(demos, tmp_path, max_steps: int, deadline: float, every: int | None = None):
     """A plan.json for ``max_steps`` and a tiny run with FitToBudget timing steps 2-4 against ``deadline``
     (and looking again every ``every`` steps), on a cosine schedule; returns (plan path, config)."""
@@ -269,9 +279,7 @@ def test_a_run_slower_than_planned_is_re_planned_to_end_by_its_deadline(demos, t
     assert "re-planned from 20 at step 4" in json.loads(plan.read_text())["why"]
     shown = capsys.readouterr()
     assert "10/10 [" in shown.out + shown.err  # the progress bar's total follows the new plan
-    # the schedule follows the new total: the cosine reaches its floor at step 10, not 20
-    lrs = [group["lr"] for group in last["optimizer_states"][0]["param_groups"]]
-    assert lrs[0] == pytest.approx(cfg.policy.optimizer.lr * cfg.policy.lr_min_ratio, abs=1e-12)
+    assert final_lr(last) == pytest.approx(lr_floor(cfg), abs=1e-12)  # the cosine ends at step 10, not 20
 
 
 def test_a_run_that_slows_down_after_the_first_look_is_re_planned_again(demos, tmp_path, monkeypatch):
@@ -301,8 +309,7 @@ def test_a_look_gives_back_steps_an_early_cut_took_but_never_more_than_the_plan(
     train(cfg)
     last = read_checkpoint(tmp_path / "run" / "checkpoints" / "last.ckpt")
     assert last["global_step"] == 40 and json.loads(plan.read_text())["max_steps"] == 40
-    lrs = [group["lr"] for group in last["optimizer_states"][0]["param_groups"]]
-    assert lrs[0] == pytest.approx(cfg.policy.optimizer.lr * cfg.policy.lr_min_ratio, abs=1e-12)
+    assert final_lr(last) == pytest.approx(lr_floor(cfg), abs=1e-12)  # the cosine ends at the new total
 
 
 def test_demo_expects_success_from_the_learning_curve():
