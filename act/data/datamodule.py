@@ -26,6 +26,15 @@ def auto_workers(processes: int) -> int:
     return max(1, min(MAX_AUTO_WORKERS, threads_per_worker(processes) - 1))
 
 
+def stream_steps(trainer: L.Trainer) -> int:
+    """The steps the training sample stream is laid out for: ``trainer.max_steps``, or the most that a
+    callback may raise it to during the run (its ``most_steps``). A step's batch depends on the step alone
+    (``StepSampler``), so the longer stream changes none of the batches; without it, a run whose
+    ``max_steps`` rose past the stream would end its epoch there and find no batches left."""
+    most = [getattr(callback, "most_steps", None) for callback in trainer.callbacks]
+    return max([int(trainer.max_steps), *(int(m) for m in most if m)])
+
+
 class ACTDataModule(L.LightningDataModule):
     """Action-chunk batches from ``dataset_dir``.
 
@@ -48,8 +57,11 @@ class ACTDataModule(L.LightningDataModule):
             episodes give the same batches and statistics in either format.
 
     Inside ``Trainer.fit`` with ``max_steps`` set, one epoch covers all remaining steps and the
-    sampler continues from the trainer's (possibly resumed) global step: resuming is exact. Under
-    DDP each rank trains on its own samples and validates its share of the validation samples.
+    sampler continues from the trainer's (possibly resumed) global step: resuming is exact. A callback
+    that may raise ``max_steps`` during the run says how far with a ``most_steps`` attribute
+    (``FitToBudget``: a run faster than its plan); the stream is then laid out that far, and training
+    still stops at ``max_steps`` (``stream_steps``). Under DDP each rank trains on its own samples and
+    validates its share of the validation samples.
     """
 
     def __init__(
@@ -137,7 +149,7 @@ class ACTDataModule(L.LightningDataModule):
             self.train_set.sample_seed = self.sample_seed
             sampler = StepSampler(
                 self.batch_size,
-                trainer.max_steps,
+                stream_steps(trainer),
                 current_step=lambda: trainer.global_step,
                 rank=trainer.global_rank,
                 world=trainer.world_size,

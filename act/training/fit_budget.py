@@ -8,9 +8,7 @@ results.md): the steps averaged 198 ms against 185 planned. This callback measur
 between ``from_step`` and ``at_step`` and, where they are slower than planned, lowers ``max_steps``
 so that training ends at the budget's deadline, the learning-rate schedule following the new total.
 Early, the cosine schedule has barely moved (it is still warming up, or within 0.1% of its peak), so
-the run is the one that would have been planned with the right step time. It never raises
-``max_steps`` above the plan it started with: the training sample stream was laid out for the planned
-steps (``StepSampler``), and a run faster than its plan only ends early.
+the run is the one that would have been planned with the right step time.
 
 One early look was not enough: on a Zen 4 the plan's steps ran at the planned 224 ms at steps 100-400
 and averaged 267 ms over the run as the host drifted, and ``make demo`` ended 2 min 24 s over its 45
@@ -20,9 +18,14 @@ lowers ``max_steps`` again where the time left no longer holds the steps left. A
 run lowers the cosine's remaining steps, not what it did before: the learning rate steps down a little
 and then follows the shorter schedule to the same floor.
 
-A look may also give back steps that an earlier one cut, up to the plan's total: on an Intel Xeon the
-steps 100-400 ran at 341 ms while the run averaged 299 ms, and the cut from 6700 to 6246 steps that the
-first look made left `make demo` 4.5 minutes short of its budget (docs/results.md).
+A look may also raise ``max_steps``: to give back steps that an earlier one cut (on an Intel Xeon the
+steps 100-400 ran at 341 ms while the run averaged 299 ms, and the first look's cut from 6700 to 6246
+steps left `make demo` 4.5 minutes short of its budget), and past the first plan, up to ``ceiling``, when
+the steps run faster than planned. The plan allows 10% over the bare step for the trainer's overhead
+(act/training/budget.py); on that Xeon the overhead was 0-3%, and a 30-minute `make demo` capped at its
+first plan ended 4 min 18 s early (docs/results.md). The sample stream must reach the raised total: the
+data module lays it out to ``most_steps`` (act/data/datamodule.py ``stream_steps``), and a look never
+goes past the stream it finds.
 """
 
 from __future__ import annotations
@@ -35,12 +38,13 @@ import lightning as L
 
 from act.common.errors import InputError
 from act.common.io import write_json
+from act.data.dataset import StepSampler
 
 
 class FitToBudget(L.Callback):
     """Lowers ``trainer.max_steps`` at step ``at_step`` (and, with ``every``, at every ``every`` steps
-    after it) to end training by ``deadline``; a later look raises it again, never above the steps planned
-    when ``from_step`` was reached.
+    after it) to end training by ``deadline``; a later look may raise it, up to ``ceiling`` and never past
+    the training sample stream (``most_steps``: how far a data module should lay it out).
 
     Args:
         deadline: the time (``time.time()``, seconds) by which training should end.
@@ -69,8 +73,9 @@ class FitToBudget(L.Callback):
         self.every = None if every is None else int(every)
         self.deadline, self.from_step, self.at_step = float(deadline), int(from_step), int(at_step)
         self.floor, self.ceiling, self.plan_path, self.min_change = int(floor), ceiling, plan_path, min_change
+        self.most_steps = None if ceiling is None else int(ceiling)  # read by act/data/datamodule.py
         self._from_time: float | None = None
-        self._planned: int | None = None  # max_steps at from_step: the most a look may give back
+        self._most: int | None = None  # where the training stream ends: the most a look may set
 
     clock = staticmethod(time.time)  # seconds; replaceable in tests
 
@@ -79,14 +84,23 @@ class FitToBudget(L.Callback):
     ) -> None:
         step = trainer.global_step
         if step == self.from_step:
-            self._from_time, self._planned = self.clock(), int(trainer.max_steps)
+            self._from_time, self._most = self.clock(), self.stream_end(trainer)
         elif self.looks_at(step) and self._from_time is not None:  # not when resumed past from_step
             now = self.clock()
             step_s = (now - self._from_time) / (step - self.from_step)
-            steps = min(self.steps_by_deadline(step, now, step_s), self._planned)
+            steps = min(self.steps_by_deadline(step, now, step_s), self._most)
             steps = trainer.strategy.broadcast(steps, src=0)  # one plan for every rank: rank 0's clock
             if abs(trainer.max_steps - steps) > self.min_change * trainer.max_steps:
                 self.replan(trainer, pl_module, steps, step_s)
+
+    @staticmethod
+    def stream_end(trainer: L.Trainer) -> int:
+        """The step at which the training samples run out: a ``StepSampler``'s stream ends at its own
+        ``max_steps``; any other loader is taken to end at the trainer's ``max_steps``, as planned."""
+        sampler = getattr(trainer.train_dataloader, "sampler", None)
+        if isinstance(sampler, StepSampler):
+            return int(sampler.max_steps)
+        return int(trainer.max_steps)
 
     def looks_at(self, step: int) -> bool:
         """Whether the plan is checked after ``step``: ``at_step``, then every ``every`` steps."""

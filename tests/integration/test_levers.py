@@ -246,9 +246,12 @@ def lr_floor(cfg) -> float:
     return cfg.policy.optimizer.lr * cfg.policy.lr_min_ratio
 
 
-def budgeted_run(demos, tmp_path, max_steps: int, deadline: float, every: int | None = None):
+def budgeted_run(
+    demos, tmp_path, max_steps: int, deadline: float, every: int | None = None, ceiling: int | None = None
+):
     """A plan.json for ``max_steps`` and a tiny run with FitToBudget timing steps 2-4 against ``deadline``
-    (and looking again every ``every`` steps), on a cosine schedule; returns (plan path, config)."""
+    (and looking again every ``every`` steps, choosing at most ``ceiling``), on a cosine schedule; returns
+    (plan path, config)."""
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"max_steps": max_steps, "why": "fits demo.budget_min=45"}))
     cfg = make_cfg(
@@ -263,6 +266,7 @@ def budgeted_run(demos, tmp_path, max_steps: int, deadline: float, every: int | 
         "+callbacks.fit.at_step=4",
         f"+callbacks.fit.plan_path={plan}",
         *([f"+callbacks.fit.every={every}"] if every else []),
+        *([f"+callbacks.fit.ceiling={ceiling}"] if ceiling else []),
     )
     return plan, cfg
 
@@ -298,17 +302,21 @@ def test_a_run_that_slows_down_after_the_first_look_is_re_planned_again(demos, t
         FitToBudget(deadline=1.0, every=0)
 
 
-def test_a_look_gives_back_steps_an_early_cut_took_but_never_more_than_the_plan(demos, tmp_path, monkeypatch):
+@pytest.mark.parametrize("ceiling, reached", [(None, 40), (42, 42)])
+def test_a_look_gives_back_steps_an_early_cut_took_and_more_up_to_the_ceiling(
+    demos, tmp_path, monkeypatch, ceiling, reached
+):
     # An Intel Xeon's steps 100-400 ran 14% slower than the run's mean: the first look's cut ended `make demo`
     # 4.5 minutes early. The fake clock: steps 2-4 take 10 s each (cut to 4 + 80 / 10 = 12), then 2 s each;
-    # the mean since step 2 falls look by look, and the total climbs back to the plan's 40, where it stops
-    # (uncapped, the look at step 32 would ask for 41).
+    # the mean since step 2 falls look by look, and the total climbs back to the plan's 40. The looks at
+    # steps 32, 34, ... ask for 41, 42, 42, 42, 43: with no ceiling the stream ends at the plan's 40 and so
+    # does the run; with ceiling 42 the data module lays the stream out to 42 and the run trains 42 steps.
     times = iter([0.0, *range(20, 10**4, 4)])
     monkeypatch.setattr(FitToBudget, "clock", staticmethod(lambda: float(next(times))))
-    plan, cfg = budgeted_run(demos, tmp_path, max_steps=40, deadline=100, every=2)
+    plan, cfg = budgeted_run(demos, tmp_path, max_steps=40, deadline=100, every=2, ceiling=ceiling)
     train(cfg)
     last = read_checkpoint(tmp_path / "run" / "checkpoints" / "last.ckpt")
-    assert last["global_step"] == 40 and json.loads(plan.read_text())["max_steps"] == 40
+    assert last["global_step"] == reached and json.loads(plan.read_text())["max_steps"] == reached
     assert final_lr(last) == pytest.approx(lr_floor(cfg), abs=1e-12)  # the cosine ends at the new total
 
 
