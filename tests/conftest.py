@@ -4,6 +4,7 @@ repeatable; the tiny dataset and checkpoints are built once per test run, also u
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -276,3 +277,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("cuda") is not None:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def ctrl_c_raises():
+    """SIGINT raising KeyboardInterrupt, as in a terminal, for the tests of Ctrl-C: a suite started in the
+    background (``make test &``, nohup) inherits SIGINT ignored, where stop_points() rightly changes nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

@@ -387,7 +387,9 @@ class CtrlCWhenCollected:
         os.kill(os.getpid(), signal.SIGINT)
 
 
-def test_ctrl_c_inside_a_finalizer_stops_the_conversion_at_the_next_episode(converted, tmp_path, monkeypatch, capfd):
+def test_ctrl_c_inside_a_finalizer_stops_the_conversion_at_the_next_episode(
+    converted, tmp_path, monkeypatch, capfd, ctrl_c_raises
+):
     # Issue 33: Python raised it inside the finalizer, printed "Exception ignored ... KeyboardInterrupt" and
     # dropped it: the conversion went on to the end and exited 0.
     settings = ConvertSettings(src=converted["image"], out=tmp_path / "back", to="act_hdf5")

@@ -46,7 +46,7 @@ def test_failed_write_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_ctrl_c_waits_for_the_next_stop_point_and_a_second_one_does_not():
+def test_ctrl_c_waits_for_the_next_stop_point_and_a_second_one_does_not(ctrl_c_raises):
     reached = []
     with pytest.raises(KeyboardInterrupt), stop_points():
         os.kill(os.getpid(), signal.SIGINT)  # noted, not raised here
