@@ -73,11 +73,15 @@ class FitToBudget(L.Callback):
         self.every = None if every is None else int(every)
         self.deadline, self.from_step, self.at_step = float(deadline), int(from_step), int(at_step)
         self.floor, self.ceiling, self.plan_path, self.min_change = int(floor), ceiling, plan_path, min_change
-        self.most_steps = None if ceiling is None else int(ceiling)  # read by act/data/datamodule.py
         self._from_time: float | None = None
         self._most: int | None = None  # where the training stream ends: the most a look may set
 
     clock = staticmethod(time.time)  # seconds; replaceable in tests
+
+    @property
+    def most_steps(self) -> int | None:
+        """The most steps a look may set (read by act/data/datamodule.py to lay out the sample stream)."""
+        return int(self.ceiling) if self.ceiling else None
 
     def on_train_batch_end(
         self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch, batch_idx: int
