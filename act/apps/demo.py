@@ -47,6 +47,7 @@ from act.pipeline.demo_budget import (
     fit_to_budget,
     fitted_plan,
     pace_line,
+    recipe_changes,
     seconds_since_start,
     training_pace,
 )
@@ -328,7 +329,7 @@ def print_plan(demo: DictConfig, plan: dict, layout: str | None, estimates: list
                 f"\n        note: over this quickstart's {budget}-minute budget on this CPU (demo.steps_floor="
                 f"{demo.get('steps_floor')}); docs/results.md gives the time and success per CPU class"
             )
-    expected = expected_success(demo, plan["max_steps"])
+    expected = expected_success(demo, plan["max_steps"], recipe_changes(explicit_overrides()))
     if expected:
         line += f"\n        {expected}"
     print(line, flush=True)

@@ -325,3 +325,21 @@ def test_demo_expects_success_from_the_learning_curve():
     assert demo_budget.expected_success(demo, 4000).startswith("about 0.75 success expected at 4000 steps")
     assert "beyond the measured curve" in demo_budget.expected_success(demo, 9000)
     assert demo_budget.expected_success(OmegaConf.create({"expected": []}), 100) is None
+
+
+def test_demo_expects_nothing_from_the_shipped_curve_when_the_run_changes_the_recipe():
+    # make demo ARGS="data.batch_size=16" was told batch 8's "about 0.60 at 6261 steps" and scored 0.90.
+    demo = OmegaConf.create({"expected": [[2000, 0.6], [6000, 0.9]]})
+    given = ["data.batch_size=16", "trainer.max_steps=4000", "policy.channels_last=false", "+policy.augment_crop=0.8"]
+    changes = demo_budget.recipe_changes(given + ["demo.dir=outputs/b16", "seed=1", "experiment=cpu_quickstart"])
+    assert changes == ["data.batch_size=16", "+policy.augment_crop=0.8"]
+    assert demo_budget.expected_success(demo, 4000, changes) == (
+        "no success expected: the learning curve is the shipped recipe's, and "
+        "data.batch_size=16 +policy.augment_crop=0.8 change it"
+    )
+    assert demo_budget.recipe_changes(["data.batch_size_x=2", "policy=act", "task.image_size=[60,80]"]) == [
+        "policy=act",
+        "task.image_size=[60,80]",
+    ]
+    assert demo_budget.expected_success(demo, 4000, ["task=insertion"]).endswith("task=insertion changes it")
+    assert demo_budget.expected_success(demo, 4000, []).startswith("about 0.75")
