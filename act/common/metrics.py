@@ -16,7 +16,11 @@ def wilson_interval(successes: int, trials: int, z: float = 1.959964) -> tuple[f
     denom = 1.0 + z * z / trials
     centre = (p + z * z / (2 * trials)) / denom
     half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # All successes (or none) bound the interval at exactly 1 (or 0): in floating point centre + half came
+    # out at 0.9999999999999999 for 50/50, below the rate, and the run's plot refused the negative error bar.
+    low = 0.0 if successes <= 0 else max(0.0, centre - half)
+    high = 1.0 if successes >= trials else min(1.0, centre + half)
+    return low, high
 
 
 def summarize(max_rewards: Sequence[int], max_reward: int) -> dict:

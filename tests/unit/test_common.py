@@ -23,6 +23,15 @@ def test_wilson_interval_known_values():
     assert high == pytest.approx(1.0) and 0.92 < low < 0.94
 
 
+def test_wilson_interval_always_holds_its_rate():
+    # 50/50 gave an upper bound of 0.9999999999999999, below the rate: a seeds.py run's plot then failed
+    # on a negative error bar. Every count of every size up to 200 now holds its own rate.
+    for trials in range(1, 201):
+        for successes in range(trials + 1):
+            low, high = wilson_interval(successes, trials)
+            assert 0.0 <= low <= successes / trials <= high <= 1.0, (successes, trials)
+
+
 def test_summarize_stage_rates():
     summary = summarize([0, 1, 2, 4, 4], max_reward=4)
     assert summary["success_rate"] == pytest.approx(0.4)
