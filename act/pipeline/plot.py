@@ -71,7 +71,10 @@ def plot_run(csv_path: str | Path, metrics: dict | None, out_png: str | Path, ti
         rates = [metrics["success_rate"]] + list(metrics["stage_rates"].values())
         low, high = metrics["success_rate_ci95"]
         bars = ax.bar(names, rates, color=["tab:green"] + ["tab:gray"] * len(metrics["stage_rates"]))
-        ax.errorbar([0], [rates[0]], yerr=[[rates[0] - low], [high - rates[0]]], color="black", capsize=6)
+        # max(0, ...): metrics written before the interval's exact end points (act/common/metrics.py) held 50/50's
+        # upper bound at 0.9999999999999999, and matplotlib refuses a negative error bar
+        yerr = [[max(0.0, rates[0] - low)], [max(0.0, high - rates[0])]]
+        ax.errorbar([0], [rates[0]], yerr=yerr, color="black", capsize=6)
         tops = [high] + rates[1:]  # the success label sits above its interval
         for bar, rate, top in zip(bars, rates, tops):
             ax.text(bar.get_x() + bar.get_width() / 2, top + 0.02, f"{rate:.2f}", ha="center")
