@@ -324,6 +324,10 @@ def test_demo_expects_success_from_the_learning_curve():
     demo = OmegaConf.create({"expected": [[2000, 0.6], [6000, 0.9]], "expected_source": "docs/results.md"})
     assert demo_budget.expected_success(demo, 4000).startswith("about 0.75 success expected at 4000 steps")
     assert "beyond the measured curve" in demo_budget.expected_success(demo, 9000)
+    # Fewer steps than the curve's first point (a slow CPU): that point bounds it, it does not estimate it.
+    assert demo_budget.expected_success(demo, 1000) == (
+        "less than 0.60 success expected at 1000 steps (the measured curve starts at 2000); docs/results.md"
+    )
     assert demo_budget.expected_success(OmegaConf.create({"expected": []}), 100) is None
 
 
