@@ -51,7 +51,7 @@ def _variant_steps(items, variants) -> dict[str, int]:
         return {}
     if not isinstance(items, dict):
         raise InputError(
-            f"ablation.variant_steps must map variants to training steps, like {{b16: 5900}}; got {items!r}"
+            f"ablation.variant_steps must map variants to training steps, like {{b8: 8705}}; got {items!r}"
         )
     names = [str(v) for v in variants]
     for name in items:

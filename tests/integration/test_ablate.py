@@ -57,9 +57,9 @@ def test_the_shipped_ablations_run_the_paper_s_settings_at_the_quickstart_s_scal
         candidates = ablate.ablation_settings(ablation_cfg("ablation=quickstart_candidates"))
         candidate_runs = ablation.plan_runs(candidates)
         ablate.check_runs(candidates, candidate_runs)
-        b16, demos200 = (
+        b8, demos200 = (
             compose("demo", overrides=list(next(r for r in candidate_runs if r.variant == v).overrides))
-            for v in ("b16", "demos200")
+            for v in ("b8", "demos200")
         )
     assert list(chunk.variants) == ["1", "10", "25", "50", "100"] and chunk.seeds == (0, 1, 2)
     assert [r.sample for r in runs[:6]] == ["seed0"] * 5 + ["seed1"] and len(runs) == 15  # seed by seed
@@ -73,9 +73,10 @@ def test_the_shipped_ablations_run_the_paper_s_settings_at_the_quickstart_s_scal
     assert list(cvae.lines) == ["scripted", "human_like"] and list(cvae.variants) == ["with", "without"]
     assert "demo.expert=human_like" in cvae.lines["human_like"] and len(ablation.plan_runs(cvae)) == 12
     assert ensembling.evaluation_only and list(ensembling.variants) == ["off", "0", "0.01", "0.1"]
-    # Issue 30's candidates: each at its own steps (batch 16 at batch 8's time), scored on the tuning seeds.
-    assert [candidates.steps_of(v) for v in candidates.variants] == [8705, 5900, 8705, 8705, 15178]
-    assert b16.data.batch_size == 16 and b16.trainer.max_steps == 5900 and b16.demo.eval.seed == 200000
+    # Issue 30's candidates: each at its own steps (batch 8 at batch 16's time), scored on the tuning seeds.
+    assert [candidates.steps_of(v) for v in candidates.variants] == [6592, 8705, 6592, 6592, 11200]
+    assert b8.data.batch_size == 8 and b8.trainer.max_steps == 8705 and b8.demo.eval.seed == 200000
+    assert k1.data.batch_size == 16  # the shipped quickstart's batch
     assert demos200.demo.num_demos == 200 and demos200.data.dataset_dir != k1.data.dataset_dir  # never mixed
     assert len(candidate_runs) == 15
     with pytest.raises(
