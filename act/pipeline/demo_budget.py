@@ -141,7 +141,7 @@ def expected_success(demo: Mapping, steps: int, changes: list[str] | None = None
         verb = "changes" if len(changes) == 1 else "change"
         return f"no success expected: the learning curve is the shipped recipe's, and {' '.join(changes)} {verb} it"
     rate = float(np.interp(steps, [s for s, _ in curve], [r for _, r in curve]))
-    source = f"; {demo.get('expected_source') or ''}".rstrip("; ")
+    source = f"; {demo['expected_source']}" if demo.get("expected_source") else ""
     if steps < curve[0][0]:  # a slow CPU: the curve's first point is an upper bound, not an estimate
         start = f"the measured curve starts at {curve[0][0]}"
         return f"less than {rate:.2f} success expected at {steps} steps ({start}){source}"
