@@ -43,6 +43,7 @@ from act.eval.harness import previous_metrics, summary_line
 from act.pipeline.demo_budget import (
     END_MARGIN_S,
     StageTimes,
+    changes_in_effect,
     expected_success,
     fit_to_budget,
     fitted_plan,
@@ -234,7 +235,7 @@ def plan_stages(cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig, done: i
         if steps_left
         else [evaluation]
     )
-    print_plan(demo, plan, layout, estimates)
+    print_plan(demo, plan, layout, estimates, recipe_changes_of_this_run(cfg))
     return {**plan, "planned_s": {e.stage: e.seconds for e in estimates}, "bare_step_s": step_s}
 
 
@@ -309,9 +310,24 @@ def choose_steps(cfg: DictConfig, demo: DictConfig, step_s: float, eval_s: float
     return plan
 
 
-def print_plan(demo: DictConfig, plan: dict, layout: str | None, estimates: list[StageEstimate]) -> None:
+def recipe_changes_of_this_run(cfg: DictConfig) -> list[str]:
+    """The command-line overrides that change this run's recipe from the experiment's, which its
+    learning curve (``demo.expected``) was measured on: an override that sets a recipe key to the value
+    the experiment gives it already is no change."""
+    given = explicit_overrides()
+    changes = recipe_changes(given)
+    if not changes:
+        return []
+    rest = [o for o in given if o not in changes]
+    return changes_in_effect(changes, cfg, hydra.compose(config_name="demo", overrides=rest))  # scripts/demo.py's
+
+
+def print_plan(
+    demo: DictConfig, plan: dict, layout: str | None, estimates: list[StageEstimate], changes: list[str]
+) -> None:
     """The steps and why, the memory format chosen, each stage's expected time, the finish (since `make demo`
-    started, against its budget) and the success the recipe's learning curve leads one to expect."""
+    started, against its budget) and the success the recipe's learning curve leads one to expect (none where
+    ``changes``, overrides that change the recipe, make the curve another recipe's)."""
     total = sum(e.seconds for e in estimates)
     print("      plan, timed on this machine just now:")
     print(f"        steps {plan['max_steps']} ({plan['why']})")
@@ -329,7 +345,7 @@ def print_plan(demo: DictConfig, plan: dict, layout: str | None, estimates: list
                 f"\n        note: over this quickstart's {budget}-minute budget on this CPU (demo.steps_floor="
                 f"{demo.get('steps_floor')}); docs/results.md gives the time and success per CPU class"
             )
-    expected = expected_success(demo, plan["max_steps"], recipe_changes(explicit_overrides()))
+    expected = expected_success(demo, plan["max_steps"], changes)
     if expected:
         line += f"\n        {expected}"
     print(line, flush=True)

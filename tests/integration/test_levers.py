@@ -7,7 +7,8 @@ import json
 
 import pytest
 import torch
-from helpers import assert_same_weights, make_cfg
+from helpers import CONFIGS, assert_same_weights, make_cfg
+from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import act.apps.demo as demo_app
@@ -347,3 +348,23 @@ def test_demo_expects_nothing_from_the_shipped_curve_when_the_run_changes_the_re
     ]
     assert demo_budget.expected_success(demo, 4000, ["task=insertion"]).endswith("task=insertion changes it")
     assert demo_budget.expected_success(demo, 4000, []).startswith("about 0.75")
+
+
+def test_an_override_that_sets_the_experiments_own_value_changes_no_recipe():
+    # make demo ARGS="data.batch_size=16" printed "no success expected" once batch 16 was what it trains.
+    def in_effect(*given: str, base: tuple[str, ...] = ()) -> list[str]:
+        changes = demo_budget.recipe_changes(list(given))
+        with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+            run = compose("demo", overrides=[*base, *given])
+            without = compose("demo", overrides=[*base, *(o for o in given if o not in changes)])
+        return demo_budget.changes_in_effect(changes, run, without)
+
+    shipped = int(OmegaConf.load(CONFIGS / "experiment" / "cpu_quickstart.yaml").data.batch_size)
+    assert in_effect(f"data.batch_size={shipped}", "policy.augment_crop=1.0", "seed=3") == []
+    assert in_effect(f"data.batch_size={shipped + 1}", "policy.augment_crop=0.8") == [
+        f"data.batch_size={shipped + 1}",
+        "policy.augment_crop=0.8",
+    ]
+    # A group override: the insertion experiment's task is insertion already; on the default one it is a change.
+    assert in_effect("task=insertion", base=("experiment=cpu_quickstart_insertion",)) == []
+    assert in_effect("task=insertion") == ["task=insertion"]
