@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import hydra
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from act.apps.evaluate import build_spec, evaluate_and_save
 from act.apps.record import expert_named
@@ -43,7 +43,6 @@ from act.eval.harness import previous_metrics, summary_line
 from act.pipeline.demo_budget import (
     END_MARGIN_S,
     StageTimes,
-    changes_in_effect,
     expected_success,
     fit_to_budget,
     fitted_plan,
@@ -308,6 +307,22 @@ def choose_steps(cfg: DictConfig, demo: DictConfig, step_s: float, eval_s: float
     plan = fitted_plan(train_s, step_s, why, demo.get("steps_floor"), demo.get("steps_ceiling"))
     write_json(plan_path, plan)
     return plan
+
+
+_ABSENT = object()
+
+
+def changes_in_effect(changes: list[str], run: DictConfig, without: DictConfig) -> list[str]:
+    """Those of ``changes`` (``recipe_changes``) whose key holds a different value in ``run``, the
+    composed config, than in ``without``, the same config composed without them: `make demo
+    ARGS="data.batch_size=16"` where the experiment trains batch 16 already changes nothing."""
+
+    def value(cfg: DictConfig, key: str):
+        found = OmegaConf.select(cfg, key, default=_ABSENT, throw_on_resolution_failure=False)
+        return OmegaConf.to_container(found) if isinstance(found, DictConfig | ListConfig) else found
+
+    keys = [(o, o.split("=")[0].lstrip("+~")) for o in changes]
+    return [o for o, key in keys if value(run, key) != value(without, key)]
 
 
 def recipe_changes_of_this_run(cfg: DictConfig) -> list[str]:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Mapping
 
 import numpy as np
-from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from act.common.io import write_json
 from act.training.budget import TRAINER_OVERHEAD, steps_within
@@ -129,22 +128,6 @@ def recipe_changes(overrides: list[str]) -> list[str]:
 
     keys = [(o, o.split("=")[0].lstrip("+~")) for o in overrides]
     return [o for o, key in keys if under(key, RECIPE_KEYS) and not under(key, LAYOUT_ONLY)]
-
-
-_ABSENT = object()
-
-
-def changes_in_effect(changes: list[str], run: DictConfig, without: DictConfig) -> list[str]:
-    """Those of ``changes`` (``recipe_changes``) whose key holds a different value in ``run``, the
-    composed config, than in ``without``, the same config composed without them: `make demo
-    ARGS="data.batch_size=16"` where the experiment trains batch 16 already changes nothing."""
-
-    def value(cfg: DictConfig, key: str):
-        found = OmegaConf.select(cfg, key, default=_ABSENT, throw_on_resolution_failure=False)
-        return OmegaConf.to_container(found) if isinstance(found, DictConfig | ListConfig) else found
-
-    keys = [(o, o.split("=")[0].lstrip("+~")) for o in changes]
-    return [o for o, key in keys if value(run, key) != value(without, key)]
 
 
 def expected_success(demo: Mapping, steps: int, changes: list[str] | None = None) -> str | None:

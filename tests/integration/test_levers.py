@@ -357,7 +357,7 @@ def test_an_override_that_sets_the_experiments_own_value_changes_no_recipe():
         with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
             run = compose("demo", overrides=[*base, *given])
             without = compose("demo", overrides=[*base, *(o for o in given if o not in changes)])
-        return demo_budget.changes_in_effect(changes, run, without)
+        return demo_app.changes_in_effect(changes, run, without)
 
     shipped = int(OmegaConf.load(CONFIGS / "experiment" / "cpu_quickstart.yaml").data.batch_size)
     assert in_effect(f"data.batch_size={shipped}", "policy.augment_crop=1.0", "seed=3") == []
