@@ -46,6 +46,7 @@ from act.pipeline.demo_budget import (
     expected_success,
     fit_to_budget,
     fitted_plan,
+    override_key,
     pace_line,
     recipe_changes,
     seconds_since_start,
@@ -321,8 +322,7 @@ def changes_in_effect(changes: list[str], run: DictConfig, without: DictConfig) 
         found = OmegaConf.select(cfg, key, default=_ABSENT, throw_on_resolution_failure=False)
         return OmegaConf.to_container(found) if isinstance(found, DictConfig | ListConfig) else found
 
-    keys = [(o, o.split("=")[0].lstrip("+~")) for o in changes]
-    return [o for o, key in keys if value(run, key) != value(without, key)]
+    return [o for o in changes if value(run, override_key(o)) != value(without, override_key(o))]
 
 
 def recipe_changes_of_this_run(cfg: DictConfig) -> list[str]:

@@ -120,14 +120,18 @@ RECIPE_KEYS = ("task", "policy", "data.batch_size", "data.dataset_dir", "demo.nu
 LAYOUT_ONLY = ("policy.channels_last",)
 
 
+def override_key(override: str) -> str:
+    """The config key a Hydra override sets, adds (``+``) or deletes (``~``)."""
+    return override.split("=")[0].lstrip("+~")
+
+
 def recipe_changes(overrides: list[str]) -> list[str]:
     """The command-line overrides among ``overrides`` that change the recipe (``RECIPE_KEYS``)."""
 
     def under(key: str, prefixes: tuple[str, ...]) -> bool:
         return any(key == p or key.startswith(p + ".") for p in prefixes)
 
-    keys = [(o, o.split("=")[0].lstrip("+~")) for o in overrides]
-    return [o for o, key in keys if under(key, RECIPE_KEYS) and not under(key, LAYOUT_ONLY)]
+    return [o for o in overrides if under(override_key(o), RECIPE_KEYS) and not under(override_key(o), LAYOUT_ONLY)]
 
 
 def expected_success(demo: Mapping, steps: int, changes: list[str] | None = None) -> str | None:
