@@ -32,7 +32,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from act.runtime.precision import device_type_of, probe_bf16, resolve_precision, slowdown_text
+from act.runtime.precision import device_type_of, probe_bf16, probe_key, resolve_precision, slowdown_text
 from act.training.timing import StepPhases, query_fn, random_batch, synchronize, time_calls, training_step_fn
 
 # The policy to time with random weights, in a memory format: channels_last True or False, None for its own.
@@ -184,7 +184,7 @@ def choose_variants(
     """{name: (precision, channels_last)} for every precision x memory format asked for. A precision
     this device only emulates is skipped unless ``emulated_bf16`` (one step would take minutes and look like a
     hang): ``results["skipped"]`` says why."""
-    probe = probe_bf16(device_type_of(device))
+    probe = probe_bf16(probe_key(device))  # cuda:<index>, which the CUDA probe reads the GPU's index from
     results["machine"]["bf16"] = {"native": probe.native, "detail": probe.detail, "slowdown": probe.slowdown}
     chosen = {}
     for name in precisions:

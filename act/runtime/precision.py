@@ -115,10 +115,12 @@ def probe_key(device: str | torch.device | None) -> str:
 
 
 def _probe_cuda(device: str) -> BF16Probe:
-    """bf16 and fp16 tensor cores from the compute capability of ``device`` (``cuda:<index>``)."""
+    """bf16 and fp16 tensor cores from the compute capability of ``device`` (``cuda:<index>``; a bare ``cuda``
+    is the current GPU, as ``probe_key`` names it)."""
     if not torch.cuda.is_available():
         return BF16Probe("cuda", False, None, None, "no CUDA device")
-    index = int(device.split(":")[1])
+    index = torch.device(device).index
+    index = torch.cuda.current_device() if index is None else index
     capability = tuple(torch.cuda.get_device_capability(index))
     name = torch.cuda.get_device_name(index)
     native = capability >= NATIVE_BF16_CAPABILITY

@@ -39,7 +39,7 @@ def gpu_run(paper_size_demos, tmp_path_factory):
     """The paper preset trained 2 steps with ``trainer=gpu`` and precision auto, as a user with this GPU
     runs it: (the config, precision resolved in it by ``train``; the last checkpoint)."""
     out = tmp_path_factory.mktemp("gpu_run")
-    cfg = paper_cfg(paper_size_demos, out, "trainer=gpu")
+    cfg = paper_cfg(paper_size_demos, out, "trainer=gpu", "trainer.precision=auto")  # the preset itself keeps fp32
     train(cfg)
     return cfg, out / "checkpoints" / "last.ckpt"
 

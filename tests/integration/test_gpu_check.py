@@ -9,7 +9,7 @@ import pytest
 from act.bench import gpu_check
 from act.runtime.precision import PrecisionChoice
 
-OVERHEAD, FALLBACK_STEP_S = 1.5, 0.05  # configs/bench/gpu_check.yaml's trainer_overhead and fallback_step_s
+OVERHEAD, FALLBACK_STEP_S = 1.5, 0.05  # settings of the kind configs/bench/gpu_check.yaml holds
 
 
 def speed_row(precision: str, ms: float) -> dict:

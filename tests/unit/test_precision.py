@@ -142,3 +142,18 @@ def test_the_bf16_probe_alternates_the_dtypes_and_keeps_each_one_s_best(monkeypa
     monkeypatch.setattr(P.time, "perf_counter", perf_counter)
     fp32_ms, bf16_ms = P._time_matmuls((torch.float32, torch.bfloat16), rounds=P.PROBE_ROUNDS)
     assert fp32_ms == pytest.approx(0.3) and bf16_ms == pytest.approx(0.1) and clock["reads"] == 4 * P.PROBE_ROUNDS
+
+
+@pytest.mark.parametrize("capability, skipped", [((9, 0), set()), ((7, 5), {"bf16-mixed"})])
+def test_the_speed_benchmark_probes_the_gpu_it_times(mock_gpus, capability, skipped):
+    # scripts/bench_train.py device=cuda once asked the probe about a bare "cuda" and failed reading its index
+    # (found by make gpu-check on an H200): the probe takes what probe_key names, and a bare "cuda" too.
+    from act.bench.train import choose_variants
+
+    mock_gpus(capability)
+    results = {"machine": {}}
+    variants = choose_variants(["32-true", "bf16-mixed", "16-mixed"], [False], False, "cuda", results)
+    assert {p for p, _ in variants.values()} == {"32-true", "bf16-mixed", "16-mixed"} - skipped
+    assert set(results.get("skipped", {})) == skipped
+    assert results["machine"]["bf16"]["native"] == (capability >= (8, 0))
+    assert P.probe_bf16("cuda").native == P.probe_bf16("cuda:0").native == (capability >= (8, 0))
