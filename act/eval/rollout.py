@@ -25,6 +25,7 @@ from act.eval.backends import make_eval_env
 from act.eval.protocol import BatchPolicy, OneEpisode, Policy
 
 TICK_MS = 1000.0 * DT  # the 50 Hz control period
+STALL_CHANGE = 1e-3  # a tick whose command moves less than this (norm over the joints, rad or gripper units) stalls
 
 
 @dataclass
@@ -41,6 +42,20 @@ class EpisodeResult:
     action_jerk: float | None = None  # mean ||third difference|| of the commands (action units / tick^3)
     step_change: float | None = None  # mean ||a_t - a_{t-1}|| of the commands
     switch_jumps: list[float] = field(default_factory=list)  # ||a_t - a_{t-1}|| where a new chunk took over
+    longest_stall: int = 0  # the longest run of ticks whose command changed by less than STALL_CHANGE
+
+
+def longest_stall(commands: np.ndarray, threshold: float = STALL_CHANGE) -> int:
+    """The longest run of consecutive ticks of (T, A) ``commands`` whose change from the tick before is under
+    ``threshold``: how long a policy stood still (0 when it never did)."""
+    if len(commands) < 2:
+        return 0
+    still = np.linalg.norm(np.diff(commands, axis=0), axis=1) < threshold  # (T - 1,)
+    longest = run = 0
+    for flag in still:
+        run = run + 1 if flag else 0
+        longest = max(longest, run)
+    return longest
 
 
 def command_smoothness(commands: np.ndarray) -> tuple[float | None, float | None]:
@@ -92,6 +107,7 @@ class _Running:
             action_jerk=jerk,
             step_change=change,
             switch_jumps=self.jumps,
+            longest_stall=longest_stall(np.array(self.commands)),
         )
 
 
