@@ -3,7 +3,7 @@
     python scripts/latent_probe.py ckpt_path=outputs/demo/train/checkpoints/last.ckpt dataset_dir=datasets/probe
     python scripts/latent_probe.py ckpt_path=... dataset_dir=... num_episodes=0        # offline only
 
-Writes offline.json, zero.json, prior_sample.json and probe.md into out_dir (act/apps/latent_probe.py).
+Writes offline.json, latent.png, zero.json, prior_sample.json and probe.md into out_dir (act/apps/latent_probe.py).
 """
 
 from __future__ import annotations

@@ -32,6 +32,9 @@ def tiny_overrides(dataset_dir, out_dir, *extra) -> list[str]:
         "policy.model.enc_layers=1",
         "policy.model.vae_enc_layers=1",
         "policy.model.latent_dim=4",
+        # layer3 ends the backbone: a quarter of ResNet-18's weights, 3x faster steps, 34 MB checkpoints not 135
+        "policy.model.backbone_layer=3",
+        "policy.channels_last=false",  # make demo's plan times one memory format, not both (test_demo tests auto)
         "policy.optimizer.lr=3e-4",
         "policy.lr_backbone=3e-4",
         "data.batch_size=4",

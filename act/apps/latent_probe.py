@@ -3,8 +3,9 @@
     python scripts/latent_probe.py ckpt_path=outputs/demo/train/checkpoints/last.ckpt dataset_dir=datasets/probe
 
 Settings from configs/latent_probe.yaml, checked before anything runs. The offline part (latent use, L1 under
-z = 0, the posterior mean and N(0, I) draws) goes to ``offline.json``; each closed-loop mode to ``<mode>.json``;
-both are kept, so a rerun into the same ``out_dir`` goes on where it stopped. ``probe.md`` holds the tables.
+z = 0, the posterior mean and N(0, I) draws) goes to ``offline.json`` and ``latent.png``; each closed-loop mode
+to ``<mode>.json``; both are kept, so a rerun into the same ``out_dir`` goes on where it stopped. ``probe.md``
+holds the tables.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from act.common.io import atomic_path, write_json
 from act.data.episodes import EpisodeIndex
 from act.eval.latent import ACTIVE_VAR, LATENT_MODES, closed_loop, offline_probe
 from act.model.checkpoint import load_network
+from act.pipeline.plot import plot_latent
 from act.runtime.execution import ExecutionConfig
 
 
@@ -33,6 +35,7 @@ def main(cfg: DictConfig) -> dict:
     out = Path(cfg.out_dir)
     net = load_network(path)
     offline = cached(out / "offline.json", lambda: offline_part(cfg, net, index))
+    plot_latent(offline, out / "latent.png", f"{path}")
     print(offline_markdown(offline))
     loops = {}
     for mode in cfg.modes if cfg.num_episodes else []:

@@ -165,3 +165,42 @@ def _save(fig, out_png: str | Path) -> Path:
         fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
     return Path(out_png)
+
+
+def plot_latent(offline: dict, out_png: str | Path, title: str = "") -> Path:
+    """What a network does with its CVAE latent, from ``act.eval.latent.offline_probe``'s record: the KL of
+    each latent dimension (bars, largest first) with its Var[mu] (dots), and the decoder's L1 under each z."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [2, 1]})
+    if offline.get("use_vae"):
+        kl, var = np.asarray(offline["kl_per_dim"]), np.asarray(offline["mu_var_per_dim"])
+        order = np.argsort(-kl)
+        x = np.arange(len(kl))
+        left.bar(x, kl[order], color="tab:blue", label="KL(q || N(0, I)) per dimension")
+        left.set_xticks(x, [f"z{i}" for i in order], rotation=90, fontsize=7)
+        left.set_ylabel("KL (nats)")
+        twin = left.twinx()
+        twin.plot(x, var[order], "o", color="tab:orange", label="Var[mu] across samples")
+        twin.axhline(0.01, color="tab:orange", lw=0.8, ls="--")
+        twin.set_ylabel("Var[mu]")
+        twin.set_yscale("log")
+        left.set_title(f"latent use: {offline['active_dims']} of {offline['latent_dim']} dims with Var[mu] > 0.01")
+        handles = left.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
+        left.legend(handles, [h.get_label() for h in handles], fontsize=8, loc="upper right")
+    else:
+        left.text(0.5, 0.5, "no CVAE: z is always 0", ha="center", va="center", transform=left.transAxes)
+        left.set_axis_off()
+    names = {"zero": "z = 0\n(deployed)", "posterior_mean": "posterior\nmean", "prior_sample": "z ~ N(0, I)"}
+    modes = list(offline["l1"])
+    right.bar(range(len(modes)), [offline["l1"][m] for m in modes], color="tab:green")
+    right.set_xticks(range(len(modes)), [names.get(m, m) for m in modes])
+    right.set_ylabel("L1 on held-out demos (normalised)")
+    right.set_title(f"{offline['samples']} held-out samples")
+    right.grid(axis="y", alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    return _save(fig, out_png)

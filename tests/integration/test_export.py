@@ -30,7 +30,7 @@ def _inputs(batch: int, seed: int = 0):
 
 def test_network_from_checkpoint_matches_the_lightning_module(tiny_checkpoint):
     module = ACTLitModule.load_from_checkpoint(tiny_checkpoint, map_location="cpu").eval()
-    net = load_network(tiny_checkpoint)
+    net = load_network(tiny_checkpoint, channels_last=False)  # the module's layout (tiny runs: contiguous): bitwise
     assert net.camera_names == ["top"] and net.image_size == (IMAGE, IMAGE) and net.task == "transfer_cube"
     qpos, images = (torch.from_numpy(x) for x in _inputs(3))
     torch.testing.assert_close(net(qpos, images), module.net(qpos, images), rtol=0, atol=0)

@@ -92,6 +92,7 @@ def test_latent_probe_script_writes_its_tables_and_resumes(run_script, tiny_chec
     assert "z = posterior mean" in text and "| zero | " in text and "Var[mu]" in text
     offline = json.loads((tmp_path / "probe" / "offline.json").read_text())
     assert offline["use_vae"] and offline["episodes"] == 3
+    assert (tmp_path / "probe" / "latent.png").read_bytes()[:4] == b"\x89PNG"
     assert "read back" in run_script("latent_probe", *args).stdout  # a rerun reads what exists
 
 
