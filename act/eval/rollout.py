@@ -42,7 +42,7 @@ class EpisodeResult:
     action_jerk: float | None = None  # mean ||third difference|| of the commands (action units / tick^3)
     step_change: float | None = None  # mean ||a_t - a_{t-1}|| of the commands
     switch_jumps: list[float] = field(default_factory=list)  # ||a_t - a_{t-1}|| where a new chunk took over
-    longest_stall: int = 0  # the longest run of ticks whose command changed by less than STALL_CHANGE
+    longest_stall: int = 0  # the longest run of ticks, before the task was done, whose command moved < STALL_CHANGE
 
 
 def longest_stall(commands: np.ndarray, threshold: float = STALL_CHANGE) -> int:
@@ -86,6 +86,12 @@ class _Running:
     held: int = 0  # ticks without a fresh planned action
     max_reward: int = 0
 
+    def done_tick(self) -> int:
+        """Ticks until the task was done (the first tick at the last reward stage), else all: a policy that
+        stands still once the cube is handed over is not stalling."""
+        done = [t for t, r in enumerate(self.rewards) if r >= MAX_REWARD]
+        return done[0] + 1 if done else len(self.commands)
+
     def result(self) -> EpisodeResult:
         """The finished episode, its video written if one was asked for."""
         video = (
@@ -107,7 +113,7 @@ class _Running:
             action_jerk=jerk,
             step_change=change,
             switch_jumps=self.jumps,
-            longest_stall=longest_stall(np.array(self.commands)),
+            longest_stall=longest_stall(np.array(self.commands[: self.done_tick()])),
         )
 
 
