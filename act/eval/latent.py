@@ -18,7 +18,7 @@ runs them on a checkpoint.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -74,7 +74,6 @@ class OfflineProbe:
     kl_total: float | None = None  # summed over dimensions: the loss's KL term
     latent_dim: int = 0
     use_vae: bool = False
-    extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
