@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from act.apps.evaluate import checkpoint_path
-from act.common.checks import is_integer
+from act.common.checks import check_setting, is_integer
 from act.common.errors import InputError, MissingFileError
 from act.common.io import atomic_path, write_json
 from act.data.episodes import EpisodeIndex
@@ -36,15 +36,16 @@ def main(cfg: DictConfig) -> dict:
     net = load_network(path)
     offline = cached(out / "offline.json", lambda: offline_part(cfg, net, index))
     plot_latent(offline, out / "latent.png", f"{path}")
-    print(offline_markdown(offline))
+    offline_text = offline_markdown(offline)
+    print(offline_text)
     loops = {}
     for mode in cfg.modes if cfg.num_episodes else []:
         loops[mode] = cached(out / f"{mode}.json", lambda mode=mode: loop_part(cfg, net, mode, execution))
         print(f"closed loop, z {mode}: success {loops[mode]['success_rate']:.2f}")
-    text = offline_markdown(offline) + "\n" + closed_loop_markdown(loops, str(path))
+    loop_text = closed_loop_markdown(loops, str(path))
     with atomic_path(out / "probe.md") as tmp:
-        tmp.write_text(text)
-    print(closed_loop_markdown(loops, str(path)))
+        tmp.write_text(offline_text + "\n" + loop_text)
+    print(loop_text)
     return {"offline": offline, "closed_loop": loops}
 
 
@@ -62,8 +63,7 @@ def check(cfg: DictConfig) -> tuple[Path, EpisodeIndex, dict]:
         if not is_integer(cfg[name]) or cfg[name] < low:
             raise InputError(f"{name} must be an integer >= {low}, got {cfg[name]!r}")
     for mode in cfg.modes:
-        if mode not in LATENT_MODES:
-            raise InputError(f"modes: {mode!r} is not one of {', '.join(LATENT_MODES)}")
+        check_setting("modes", mode, LATENT_MODES)
     settings = ExecutionConfig(**OmegaConf.to_container(cfg.execution, resolve=True))  # checks them
     return path, EpisodeIndex(cfg.dataset_dir), asdict(settings)
 

@@ -31,9 +31,9 @@ from act.data.episodes import EpisodeIndex
 from act.envs.constants import MAX_REWARD
 from act.eval.backends import make_eval_env
 from act.eval.rollout import run_episode
+from act.model.loss import masked_abs_error
 from act.model.normalized import NormalizedACT
 from act.runtime.policy import ACTPolicy
-from act.runtime.precision import autocast
 from act.runtime.predictors import EagerPredictor
 
 ACTIVE_VAR = 0.01  # a latent dimension is in use when its posterior mean varies more than this across samples
@@ -55,11 +55,9 @@ def chunk_batches(
 
 
 def masked_l1_sum(pred: torch.Tensor, target: torch.Tensor, is_pad: torch.Tensor) -> tuple[float, int]:
-    """(sum of |pred - target| over the non-padded steps, their count of entries): pooled over batches, their
-    ratio is the L1 that ``act.model.loss.act_loss`` reports for one batch. pred, target (B, k, A); is_pad (B, k)."""
-    valid = ~is_pad.bool().unsqueeze(-1)  # (B, k, 1)
-    diff = torch.where(valid, pred.float() - target.float(), 0.0)  # (B, k, A)
-    return float(diff.abs().sum()), int(valid.sum()) * pred.shape[-1]
+    """``act.model.loss.masked_abs_error`` as plain numbers, to pool over batches."""
+    total, count = masked_abs_error(pred, target, is_pad)
+    return float(total), int(count)
 
 
 @dataclass
@@ -150,14 +148,10 @@ class LatentPredictor(EagerPredictor):
         super().__init__(net, device, precision)
         self.latent = np.zeros(int(net.config.latent_dim), dtype=np.float32)
 
-    @torch.no_grad()
-    def __call__(self, qpos: np.ndarray, images: np.ndarray) -> np.ndarray:
-        qpos_t = torch.as_tensor(np.asarray(qpos, dtype=np.float32), device=self.device)  # (N, D)
-        images_t = torch.as_tensor(np.asarray(images, dtype=np.uint8), device=self.device)  # (N, C, 3, H, W)
-        z = torch.as_tensor(self.latent, device=self.device).expand(len(qpos_t), -1)  # (N, L)
-        with autocast(self.precision, self.device.type):
-            out = self.net.outputs(qpos_t, images_t, latent=z)["actions"]  # (N, k, A) normalised
-        return self.net.unnormalize_actions(out.float()).cpu().numpy()
+    def actions(self, qpos: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
+        z = torch.as_tensor(self.latent, device=self.device).expand(len(qpos), -1)  # (N, L)
+        out = self.net.outputs(qpos, images, latent=z)["actions"]  # (N, k, A) normalised
+        return self.net.unnormalize_actions(out.float())
 
 
 def episode_latent(mode: str, latent_dim: int, seed: int) -> np.ndarray:

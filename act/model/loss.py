@@ -29,6 +29,21 @@ def reparameterize(mu: torch.Tensor, logvar: torch.Tensor, eps: torch.Tensor) ->
     return mu + torch.exp(0.5 * logvar) * eps
 
 
+def masked_abs_error(
+    pred_actions: torch.Tensor, target_actions: torch.Tensor, is_pad: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(sum of |pred - target| over the non-padded entries, their count), both scalar tensors; pred, target
+    (B, k, A), is_pad (B, k) or None. Their ratio is the L1; pooled over batches, the L1 of them all."""
+    B, k, A = pred_actions.shape
+    if is_pad is None:
+        is_pad = pred_actions.new_zeros(B, k, dtype=torch.bool)
+    valid = ~is_pad.bool().unsqueeze(-1)  # (B, k, 1)
+    # Mask the difference, not the absolute error, so a NaN/inf padded target cannot reach the
+    # gradient through abs's backward (0 * NaN = NaN).
+    diff = torch.where(valid, pred_actions.float() - target_actions.float(), 0.0)  # (B, k, A)
+    return diff.abs().sum(), valid.sum() * A
+
+
 def act_loss(
     pred_actions: torch.Tensor,
     target_actions: torch.Tensor,
@@ -54,15 +69,8 @@ def act_loss(
         raise InputError(
             f"pred_actions {tuple(pred_actions.shape)} and target_actions {tuple(target_actions.shape)} differ in shape"
         )
-    B, k, A = pred_actions.shape
-    if is_pad is None:
-        is_pad = pred_actions.new_zeros(B, k, dtype=torch.bool)
-    valid = ~is_pad.bool().unsqueeze(-1)  # (B, k, 1)
-    # Mask the difference, not the absolute error, so a NaN/inf padded target cannot reach the
-    # gradient through abs's backward (0 * NaN = NaN).
-    diff = torch.where(valid, pred_actions.float() - target_actions.float(), 0.0)  # (B, k, A)
-    n_valid = valid.sum() * A
-    l1 = diff.abs().sum() / n_valid.clamp(min=1)
+    total, n_valid = masked_abs_error(pred_actions, target_actions, is_pad)
+    l1 = total / n_valid.clamp(min=1)
     if mu is None:
         kl = pred_actions.new_zeros((), dtype=torch.float32)
     else:

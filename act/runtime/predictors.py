@@ -53,8 +53,12 @@ class EagerPredictor:
         qpos_t = torch.as_tensor(np.asarray(qpos, dtype=np.float32), device=self.device)  # (N, D)
         images_t = torch.as_tensor(np.asarray(images, dtype=np.uint8), device=self.device)  # (N, C, 3, H, W)
         with autocast(self.precision, self.device.type):
-            actions = self.net(qpos_t, images_t)  # (N, k, A)
+            actions = self.actions(qpos_t, images_t)  # (N, k, A)
         return actions.float().cpu().numpy()
+
+    def actions(self, qpos: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
+        """The network's raw actions (N, k, A) for tensors on the device (z = 0); a subclass decodes otherwise."""
+        return self.net(qpos, images)
 
 
 class TorchScriptPredictor:
