@@ -89,12 +89,12 @@ def script(name: str, *overrides: str) -> list[str]:
     return [sys.executable, str(ROOT / "scripts" / f"{name}.py"), *overrides]
 
 
-def cuda_tests(out: Path, timeout_s: float) -> dict:
-    """Stage 1: the tests marked ``cuda``; rc, seconds and the counts of pytest's JUnit report."""
+def cuda_tests(out: Path, timeout_s: float, tests: Path = ROOT / "tests" / "cuda") -> dict:
+    """Stage 1: the tests marked ``cuda`` in ``tests``; rc, seconds and the counts of pytest's JUnit report."""
     xml = out / "cuda_tests.xml"
     result = run_command(
         # tests/cuda alone: collecting the whole suite would import extras a GPU image may lack (av, lerobot)
-        [sys.executable, "-m", "pytest", "-q", "-m", "cuda", "tests/cuda", "-p", "no:cacheprovider"]
+        [sys.executable, "-m", "pytest", "-q", "-m", "cuda", str(tests), "-p", "no:cacheprovider"]
         + [f"--junitxml={xml}"],
         out / "cuda_tests.log",
         timeout_s,

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import ast
 import csv
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 from helpers import CONFIGS, ROOT, tiny_overrides
@@ -123,7 +120,7 @@ def test_hydra_override_errors_become_one_line_with_the_nearest_name(config_name
     assert composition_error(config_name, *overrides) == line
 
 
-def test_override_mistakes_exit_2_with_one_line_and_hydra_full_error_keeps_the_trace(run_script):
+def test_override_mistakes_exit_2_with_one_line_and_hydra_full_error_keeps_the_trace(run_script, monkeypatch):
     proc = run_script("train", "trainer.max_stepz=4", check=False)
     assert (proc.returncode, proc.stderr) == (
         2,
@@ -135,14 +132,9 @@ def test_override_mistakes_exit_2_with_one_line_and_hydra_full_error_keeps_the_t
         "error: +task=insertion adds task, which run_realtime does not read; its settings: aloha, ckpt_path, device, "
         "episode_len, execution, num_episodes, out_dir, record_dir, render_quality, robot, safety, seed, threads"
     )
-    # A fresh interpreter: Hydra's own report and the exit code of the real process, as a user gets them.
-    full = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "train.py"), "trainer.max_stepz=4"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "HYDRA_FULL_ERROR": "1"},
-    )
+    # HYDRA_FULL_ERROR=1: Hydra's own report and the exit code of an uncaught exception, as a user gets them
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    full = run_script("train", "trainer.max_stepz=4", check=False)
     assert full.returncode == 1 and "Traceback" in full.stderr and "ConfigCompositionException" in full.stderr
 
 

@@ -53,12 +53,11 @@ def _spec(ckpt, seeds, **kwargs):
 
 
 def test_identical_seeds_give_identical_results(tiny_checkpoint):
+    # In this process, then again in two worker processes of their own: the same episodes, to the last digit
     first = evaluate(_spec(tiny_checkpoint, (5, 6)))
-    again = evaluate(_spec(tiny_checkpoint, (5, 6)))
+    again = evaluate(_spec(tiny_checkpoint, (5, 6), workers=2))
     keys = ("seed", "max_reward", "total_return", "steps")
     assert [[e[k] for k in keys] for e in first["episodes"]] == [[e[k] for k in keys] for e in again["episodes"]]
-    parallel = evaluate(_spec(tiny_checkpoint, (5, 6), workers=2))
-    assert [e["total_return"] for e in parallel["episodes"]] == [e["total_return"] for e in first["episodes"]]
 
 
 def test_batched_episodes_match_one_at_a_time(tiny_checkpoint):

@@ -23,6 +23,38 @@ def speed_row(precision: str, ms: float) -> dict:
     }
 
 
+FOUR_TESTS = """
+import pytest
+
+@pytest.mark.cuda
+def test_passes():
+    pass
+
+@pytest.mark.cuda
+@pytest.mark.skip(reason="no GPU")
+def test_skipped():
+    pass
+
+@pytest.mark.cuda
+def test_fails():
+    assert False
+
+def test_not_marked():
+    pass
+"""
+
+
+def test_the_cuda_stage_counts_what_its_tests_did(tmp_path):
+    # A test folder of its own: pytest starts in a second instead of importing the project's stack
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_four.py").write_text(FOUR_TESTS)
+    result = gpu_check.cuda_tests(tmp_path, timeout_s=300, tests=tmp_path / "tests")
+    assert result["rc"] == 1  # one failure: make gpu-check reports it
+    counts = {k: result[k] for k in ("tests", "passed", "failures", "errors", "skipped")}
+    assert counts == {"tests": 3, "passed": 1, "failures": 1, "errors": 0, "skipped": 1}  # the unmarked one is out
+
+
+@pytest.mark.slow  # the real folder: a second interpreter importing torch, Lightning and MuJoCo (about 12 s)
 def test_the_cuda_stage_runs_the_cuda_tests_and_counts_them(tmp_path):
     result = gpu_check.cuda_tests(tmp_path, timeout_s=300)
     assert result["rc"] == 0 and result["tests"] >= 5
