@@ -44,6 +44,7 @@ class EvalCallback(L.Callback):
         video: write (and log to wandb, if used) a video of the first rollout.
         video_size: (H, W) of that video.
         render_quality: None: as the training data.
+        episode_len: ticks per rollout; None: the task's own (400 in the simulator).
         save_best: keep ``best_eval.ckpt`` by ``eval/success_rate``.
         dirpath: folder for it (default: ``<default_root_dir>/checkpoints``).
     """
@@ -57,11 +58,15 @@ class EvalCallback(L.Callback):
         video: bool = True,
         video_size: Sequence[int] = (240, 320),
         render_quality: str | None = None,
+        episode_len: int | None = None,
         save_best: bool = True,
         dirpath: str | None = None,
     ):
         if every_n_steps <= 0 or num_episodes <= 0:
             raise InputError("every_n_steps and num_episodes must be positive")
+        if episode_len is not None and episode_len <= 0:
+            raise InputError(f"callbacks.eval.episode_len must be positive or null (the task's), got {episode_len}")
+        self.episode_len = episode_len
         self.every_n_steps, self.num_episodes, self.seed = every_n_steps, num_episodes, seed
         self.execution = ExecutionConfig.from_cfg(execution)  # a wrong setting fails before training starts
         self.video, self.video_size, self.render_quality = video, tuple(video_size), render_quality
@@ -79,7 +84,9 @@ class EvalCallback(L.Callback):
         task = module.net.task
         if self._env is None:
             quality = self.render_quality or module.net.render_quality or "paper"
-            self._env = make_eval_env("native", task, module.net.camera_names, module.net.image_size, quality)
+            self._env = make_eval_env(
+                "native", task, module.net.camera_names, module.net.image_size, quality, self.episode_len
+            )
         policy = ACTPolicy(module, device=module.device, **asdict(self.execution))
         video_dir = Path(trainer.default_root_dir) / "eval_videos"
         results = []

@@ -52,16 +52,22 @@ def _spec(ckpt, seeds, **kwargs):
     )
 
 
-def test_identical_seeds_give_identical_results(tiny_checkpoint):
-    # In this process, then again in two worker processes of their own: the same episodes, to the last digit
-    first = evaluate(_spec(tiny_checkpoint, (5, 6)))
+@pytest.fixture(scope="module")
+def one_at_a_time(tiny_checkpoint):
+    """Seeds 5, 6 and 7 evaluated one episode after the other, in this process."""
+    return evaluate(_spec(tiny_checkpoint, (5, 6, 7)))
+
+
+def test_identical_seeds_give_identical_results(tiny_checkpoint, one_at_a_time):
+    # The same seeds again in two worker processes of their own: the same episodes, to the last digit
     again = evaluate(_spec(tiny_checkpoint, (5, 6), workers=2))
     keys = ("seed", "max_reward", "total_return", "steps")
-    assert [[e[k] for k in keys] for e in first["episodes"]] == [[e[k] for k in keys] for e in again["episodes"]]
+    first = one_at_a_time["episodes"][:2]
+    assert [[e[k] for k in keys] for e in first] == [[e[k] for k in keys] for e in again["episodes"]]
 
 
-def test_batched_episodes_match_one_at_a_time(tiny_checkpoint):
-    single = evaluate(_spec(tiny_checkpoint, (5, 6, 7)))
+def test_batched_episodes_match_one_at_a_time(tiny_checkpoint, one_at_a_time):
+    single = one_at_a_time
     batched = evaluate(_spec(tiny_checkpoint, (5, 6, 7), batch_envs=2))  # groups (5, 6) and (7,)
     keys = ("seed", "max_reward", "steps")
     assert [[e[k] for k in keys] for e in batched["episodes"]] == [[e[k] for k in keys] for e in single["episodes"]]
@@ -143,6 +149,7 @@ def test_eval_callback_logs_success_and_keeps_best(demos, tmp_path):
             "callbacks.eval.every_n_steps=2",
             "callbacks.eval.num_episodes=1",
             "callbacks.eval.video_size=[48,64]",
+            "callbacks.eval.episode_len=60",
             "callbacks.periodic.every_n_train_steps=1000",
         )
     )

@@ -200,6 +200,7 @@ def test_forward_rejects_wrong_shapes():
         model(qpos, images, actions[:, :3], is_pad)
 
 
+@pytest.mark.slow  # learning is in the default run too: test_train.py's tiny fit through Lightning lowers L1
 def test_tiny_model_fits_a_fixed_batch():
     model = make_model(seed=0, dropout=0.0)
     qpos, images, actions, is_pad = make_batch(model.config, hw=(64, 64))

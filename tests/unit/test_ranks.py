@@ -13,6 +13,7 @@ from lightning.pytorch.utilities import rank_zero_only
 
 import act.apps.curve as curve_app
 import act.apps.demo as demo_app
+from act.common.errors import InputError
 from act.data.datamodule import ACTDataModule, auto_workers
 from act.training import run
 from act.training.eval_callback import EvalCallback, EvaluationError
@@ -165,3 +166,15 @@ def test_auto_workers_share_the_cores_among_the_gpus(monkeypatch):
     for bad in ("many", -1, 1.5, True):
         with pytest.raises(ValueError, match="num_workers must be a whole number >= 0 or auto"):
             ACTDataModule("unused", num_workers=bad)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"every_n_steps": 0}, "every_n_steps and num_episodes must be positive"),
+        ({"episode_len": 0}, r"callbacks.eval.episode_len must be positive or null \(the task's\), got 0"),
+    ],
+)
+def test_the_eval_callback_refuses_settings_it_cannot_run(kwargs, message):
+    with pytest.raises(InputError, match=message):
+        EvalCallback(**kwargs)
