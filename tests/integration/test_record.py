@@ -36,19 +36,19 @@ def settings(out_dir, num_episodes, task="transfer_cube", **kwargs):
 
 
 def test_record_then_resume_keeps_existing_episodes(tmp_path):
-    first = record(settings(tmp_path, 2))
-    assert (first.kept, first.recorded) == (0, 2)
+    first = record(settings(tmp_path, 1))
+    assert (first.kept, first.recorded) == (0, 1)
     stamps = {p.name: p.stat().st_mtime_ns for _, p in list_episode_files(tmp_path)}
-    second = record(settings(tmp_path, 3))
-    assert (second.kept, second.recorded, second.attempts) == (2, 1, 1)
-    assert {p.name: p.stat().st_mtime_ns for _, p in list_episode_files(tmp_path)[:2]} == stamps
+    second = record(settings(tmp_path, 2))
+    assert (second.kept, second.recorded, second.attempts) == (1, 1, 1)
+    assert {p.name: p.stat().st_mtime_ns for _, p in list_episode_files(tmp_path)[:1]} == stamps
     index = EpisodeIndex(tmp_path)
-    assert [info.attrs["seed"] for info in index.episodes] == [0, 1, 2]
-    attrs = index.episodes[2].attrs
+    assert [info.attrs["seed"] for info in index.episodes] == [0, 1]
+    attrs = index.episodes[1].attrs
     assert attrs["task"] == "transfer_cube" and attrs["fps"] == 50 and attrs["success"] and attrs["max_reward"] == 4
     assert attrs["cameras"] == ["top"] and attrs["sim"] is True
-    assert index.image_shape == (24, 32, 3) and list(index.lengths) == [400, 400, 400]
-    assert record(settings(tmp_path, 3)).attempts == 0  # nothing left to do
+    assert index.image_shape == (24, 32, 3) and list(index.lengths) == [400, 400]
+    assert record(settings(tmp_path, 2)).attempts == 0  # nothing left to do
 
 
 def test_progress_bar_counts_episodes_on_disk_and_failed_seeds(tmp_path, capsys):
@@ -64,16 +64,16 @@ def test_interrupted_run_leaves_only_complete_episodes_and_resumes(tmp_path):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        record(settings(tmp_path, 3), progress=stop_after_first)
+        record(settings(tmp_path, 2), progress=stop_after_first)
     assert [p.name for p in tmp_path.iterdir()] == ["episode_0.hdf5"]
     # Leftovers of a run killed mid-write, and a damaged episode.
     (tmp_path / ".seed_7.pending.hdf5").write_bytes(b"partial")
     (tmp_path / ".episode_1.x1y2.tmp.hdf5").write_bytes(b"partial")
     (tmp_path / "episode_1.hdf5").write_bytes(b"partial")
-    result = record(settings(tmp_path, 3))
-    assert (result.kept, result.recorded) == (1, 2)
+    result = record(settings(tmp_path, 2))
+    assert (result.kept, result.recorded) == (1, 1)
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["episode_0.hdf5", "episode_1.hdf5", "episode_1.hdf5.corrupt", "episode_2.hdf5"]
+    assert names == ["episode_0.hdf5", "episode_1.hdf5", "episode_1.hdf5.corrupt"]
     assert validate(tmp_path) == []
 
 
