@@ -203,16 +203,18 @@ def test_the_demo_records_with_the_expert_it_names(monkeypatch, capsys, tmp_path
 
     monkeypatch.setattr(demo_app, "plan_stages", stop)
     with pytest.raises(Recorded):
-        run_demo(monkeypatch, capsys, *demo_overrides(tmp_path, "experiment=cpu_quickstart_human_like"))
+        run_demo(
+            monkeypatch, capsys, *demo_overrides(tmp_path, "experiment=cpu_quickstart_human_like", "demo.num_demos=1")
+        )
     printed = capsys.readouterr().out
-    assert "[1/4] demonstrations: 2 human_like transfer_cube episodes" in printed
-    assert "0 kept + 2 recorded" in printed and "the human_like expert succeeds on" in printed
+    assert "[1/4] demonstrations: 1 human_like transfer_cube episodes" in printed
+    assert "0 kept + 1 recorded" in printed and "the human_like expert succeeds on" in printed
     episodes = EpisodeIndex(tmp_path / "data").episodes
-    assert [info.attrs["expert"] for info in episodes] == ["human_like", "human_like"]
+    assert [info.attrs["expert"] for info in episodes] == ["human_like"]
     # The scripted expert's demo into the same folder is refused before anything is recorded.
     with pytest.raises(ValueError, match="demonstrations of the human_like expert"):
         run_demo(monkeypatch, capsys, *demo_overrides(tmp_path))
-    assert len(EpisodeIndex(tmp_path / "data")) == 2
+    assert len(EpisodeIndex(tmp_path / "data")) == 1
 
 
 def test_human_like_demos_and_runs_have_folders_of_their_own():
