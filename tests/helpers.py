@@ -100,7 +100,8 @@ def paper_overrides(dataset_dir, out_dir, *extra) -> list[str]:
         "experiment=paper",
         f"data.dataset_dir={dataset_dir}",
         f"out_dir={out_dir}",
-        "policy.model.backbone_weights=null",
+        "policy.model.backbone_weights=null",  # tests download nothing: random weights, so GroupNorm
+        "policy.model.backbone_norm=group_norm",
         "data.batch_size=2",
         "data.num_workers=0",
         "logger=csv",

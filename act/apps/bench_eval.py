@@ -24,7 +24,7 @@ def main(cfg: DictConfig) -> dict:
     """The benchmark of configs/bench/eval.yaml; prints and returns its results."""
     size, seed = tuple(cfg.image_size), int(cfg.seed)
     execution = ExecutionConfig.from_cfg(cfg.execution)
-    module = policy_module(cfg.policy, {"camera_names": [cfg.camera], "image_size": list(size)})
+    module = policy_module(cfg.policy, {"camera_names": [cfg.camera], "image_size": list(size)}, pretrained=False)
     results = measure_harness(cfg.task, cfg.camera, size, steps=int(cfg.steps), seed=seed)
     policy_results, precision = measure_policy(
         module, execution, cfg.task, cfg.camera, size, steps=int(cfg.policy_steps), seed=seed

@@ -44,6 +44,7 @@ def main(cfg: DictConfig) -> dict:
         return policy_module(
             policy,
             {"camera_names": [f"cam{i}" for i in range(bench.num_cameras)], "image_size": list(bench.image_size)},
+            pretrained=False,
         )
 
     results = {

@@ -24,7 +24,7 @@ from act.apps.record import expert_from_cfg
 from act.common.checks import check_setting
 from act.common.errors import InputError, MissingFileError
 from act.common.io import write_json
-from act.envs.constants import CAMERAS, TASKS
+from act.envs.constants import CAMERA_NAMES, TASKS
 from act.envs.factory import validate_image_size
 from act.eval.backends import BACKENDS
 from act.eval.expert import ScriptedReplayPolicy
@@ -111,7 +111,7 @@ def check_settings(cfg: DictConfig) -> tuple[int, int]:
     if cfg.num_videos < 0:
         raise InputError(f"num_videos must be >= 0, got {cfg.num_videos}")
     check_setting("env.backend", cfg.env.backend, BACKENDS)
-    check_setting("video_camera", cfg.video_camera, CAMERAS)
+    check_setting("video_camera", cfg.video_camera, CAMERA_NAMES)
     try:
         return validate_image_size(cfg.video_size)
     except ValueError:

@@ -18,7 +18,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from act.common.aloha import FPS
+from act.common.aloha import FPS, default_camera_map
 from act.common.checks import check_setting
 from act.common.errors import InputError, MissingFileError, RunStopped
 from act.common.io import write_json
@@ -90,10 +90,22 @@ def build_robot(cfg: DictConfig, policy: ACTPolicy):
         return SimRobot(env, policy.camera_names), int(cfg.episode_len or env.episode_len)
     if cfg.aloha.driver is None or cfg.episode_len is None:
         raise InputError("robot=aloha needs aloha.driver=<package.module:function> and episode_len=<ticks>")
-    camera_map = OmegaConf.to_container(cfg.aloha.camera_map)
-    if sorted(camera_map) != sorted(policy.camera_names):
-        raise InputError(f"aloha.camera_map names {sorted(camera_map)}; the policy needs {policy.camera_names}")
+    camera_map = robot_camera_map(cfg.aloha.camera_map, policy.camera_names)
     return AlohaRobot(load_driver(cfg.aloha.driver), camera_map), int(cfg.episode_len)
+
+
+def robot_camera_map(setting, policy_cameras: list[str]) -> dict[str, str]:
+    """``aloha.camera_map`` ({policy camera: robot camera}), or where it is null the map the policy's camera names
+    imply (``act.common.aloha.default_camera_map``: cam_high -> cam_high, top -> cam_high)."""
+    if setting is None:
+        try:
+            return default_camera_map(policy_cameras)
+        except ValueError as err:
+            raise InputError(f"{err}: give aloha.camera_map={{<policy camera>: <robot camera>, ...}}") from None
+    camera_map = OmegaConf.to_container(setting)
+    if sorted(camera_map) != sorted(policy_cameras):
+        raise InputError(f"aloha.camera_map names {sorted(camera_map)}; the policy needs {policy_cameras}")
+    return camera_map
 
 
 # -- the episodes ------------------------------------------------------------------------------------

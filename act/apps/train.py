@@ -31,6 +31,7 @@ from act.training.callbacks import SafeCheckpointIO
 from act.training.resume import resume_checkpoint
 from act.training.run import (
     ConfigError,
+    check_backbone_init,
     check_image_cache,
     check_task,
     check_writable,
@@ -58,6 +59,7 @@ def train(cfg: DictConfig) -> dict:
     The run folder is locked (``<out_dir>/.lock``) from before resuming until the end: a second run
     into it is refused (``act.common.lock.FolderInUseError``). Under DDP rank zero holds it for all ranks.
     """
+    check_backbone_init(cfg.policy.model)  # before the data is read: a setting that cannot train fails first
     L.seed_everything(cfg.seed, workers=True)
     dm = build_datamodule(cfg)
     module = build_module(cfg, dm)
@@ -192,13 +194,19 @@ def build_probe_module(cfg: DictConfig, **policy: Any) -> L.LightningModule:
     """An untrained module shaped as ``cfg`` says (task cameras and image size, no dataset), with the
     ``policy`` settings given here over ``cfg.policy``'s: for timing steps and queries before the data exists."""
     spec = PolicySpec(camera_names=tuple(cfg.task.cameras), image_size=tuple(cfg.task.image_size))
-    return policy_module(OmegaConf.merge(cfg.policy, policy) if policy else cfg.policy, spec.to_dict())
+    return policy_module(
+        OmegaConf.merge(cfg.policy, policy) if policy else cfg.policy, spec.to_dict(), pretrained=False
+    )
 
 
-def policy_module(policy_cfg: DictConfig, deployment: dict) -> L.LightningModule:
+def policy_module(policy_cfg: DictConfig, deployment: dict, pretrained: bool = True) -> L.LightningModule:
     """The ``ACTLitModule`` of a ``policy`` config (configs/policy/) for ``deployment``, a ``PolicySpec.to_dict()``
     (``act.model.spec``): its cameras and image size, and for a trained network its statistics, task and render
-    quality. The one place a policy config becomes a module (training, the demo's plan, the benchmarks)."""
+    quality. The one place a policy config becomes a module (training, the demo's plan, the benchmarks).
+    ``pretrained=False`` leaves the backbone's pretrained weights out (a module built to be timed: its cost does
+    not depend on the values, and nothing is downloaded)."""
+    if not pretrained:
+        policy_cfg = OmegaConf.merge(policy_cfg, {"model": {"backbone_weights": None}})
     try:
         return instantiate(policy_cfg, deployment=deployment, _convert_="all")
     except InstantiationException as err:  # surface the policy's own message (e.g. ACTConfig's)

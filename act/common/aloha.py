@@ -3,6 +3,15 @@ numbers ``[left arm 6 joints (rad), left gripper 0..1, right arm 6, right grippe
 state and for the joint command, one command every 20 ms (the ACT paper's 50 Hz control);
 and the limits a command must respect (``act.runtime.safety``)."""
 
+# The real ALOHA's four cameras, as its recorder and LeRobot's aloha datasets name them, each with the simulated
+# camera that stands for it: asking the simulator for ``cam_high`` renders ``top`` under the robot's name.
+ROBOT_CAMERAS = {
+    "cam_high": "top",
+    "cam_low": "angle",
+    "cam_left_wrist": "left_wrist",
+    "cam_right_wrist": "right_wrist",
+}
+
 DT = 0.02  # control period (s)
 FPS = 50  # control ticks per second
 STATE_DIM = 14  # qpos and joint actions
@@ -55,3 +64,14 @@ MAX_DELTA = tuple(d for _ in range(2) for d in (*(ARM_MAX_DELTA[j] for j in ARM_
 def joint_name(index: int, dim: int = STATE_DIM) -> str:
     """The label of number ``index`` of a ``dim``-long state or command (``dim i`` off the ALOHA layout)."""
     return JOINT_NAMES[index] if dim == STATE_DIM else f"dim {index}"
+
+
+def default_camera_map(policy_cameras) -> dict[str, str]:
+    """{policy camera: robot camera} when the policy's names say which: a robot name is itself (``cam_low``), a
+    simulated camera is the robot camera it stands for (``top`` -> ``cam_high``). ``ValueError`` naming the
+    cameras that have no such counterpart (``front_close``): those need an explicit map."""
+    from_sim = {sim: robot for robot, sim in ROBOT_CAMERAS.items()}
+    unknown = [cam for cam in policy_cameras if cam not in ROBOT_CAMERAS and cam not in from_sim]
+    if unknown:
+        raise ValueError(f"no ALOHA camera stands for the policy's camera(s) {unknown}")
+    return {cam: cam if cam in ROBOT_CAMERAS else from_sim[cam] for cam in policy_cameras}

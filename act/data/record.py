@@ -230,6 +230,7 @@ def _record_seed(seed: int) -> dict:
             pending,
             qpos=episode.qpos,
             qvel=episode.qvel,
+            effort=episode.effort,
             action=episode.action,
             images=episode.images,
             reward=episode.rewards,

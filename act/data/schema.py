@@ -40,7 +40,9 @@ REWARD = "reward"
 HELD = "held"
 TICK = "tick"
 
-COMPRESSIONS = ("none", "gzip", "lzf")
+COMPRESSIONS = ("none", "gzip", "lzf", "jpeg")
+COMPRESS_LEN = "compress_len"  # (cameras, T): each JPEG frame's length in bytes, as the real ALOHA recorder stores
+JPEG_QUALITY = 50  # the real ALOHA recorder's JPEG quality (its record_episodes.py, COMPRESS = True)
 EPISODE_PATTERN = re.compile(r"^episode_(\d+)\.hdf5$")
 
 
@@ -96,6 +98,30 @@ def decode_jpeg(data: np.ndarray) -> np.ndarray:
 
     with Image.open(io.BytesIO(np.asarray(data, dtype=np.uint8).tobytes())) as image:
         return np.asarray(image.convert("RGB"))
+
+
+def encode_jpeg(frame: np.ndarray, quality: int = JPEG_QUALITY) -> np.ndarray:
+    """(H, W, 3) uint8 RGB -> JPEG bytes as a uint8 vector."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(frame).save(buffer, format="JPEG", quality=quality)
+    return np.frombuffer(buffer.getvalue(), dtype=np.uint8)
+
+
+def jpeg_rows(images: Mapping[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Every frame JPEG-encoded as the real ALOHA recorder stores it: ({camera: (T, L) uint8 rows, zero-padded
+    to the longest frame of any camera}, (cameras, T) lengths in bytes)."""
+    encoded = {cam: [encode_jpeg(frame) for frame in frames] for cam, frames in images.items()}
+    lengths = np.array([[len(row) for row in rows] for rows in encoded.values()], dtype=np.float32)  # (C, T)
+    width = int(lengths.max()) if lengths.size else 0
+    padded = {}
+    for cam, rows in encoded.items():
+        table = np.zeros((len(rows), width), np.uint8)  # (T, L)
+        for t, row in enumerate(rows):
+            table[t, : len(row)] = row
+        padded[cam] = table
+    return padded, lengths
 
 
 def read_frame(root: h5py.File, camera: str, t: int, jpeg: bool = False) -> np.ndarray:
@@ -245,7 +271,9 @@ def write_episode(
     Args:
         qpos, qvel, effort, action: (T, D) arrays (qvel and effort optional); images: camera -> (T, H, W, 3) uint8.
         reward: optional (T,) rewards; attrs: extra root attributes (task, seed, ...).
-        compression: 'none', 'gzip' or 'lzf' for the image datasets (chunked one frame each).
+        compression: 'none', 'gzip' or 'lzf' for the image datasets (chunked one frame each), or 'jpeg': the real
+            ALOHA recorder's layout (each frame a zero-padded row of JPEG bytes at quality 50, the root attribute
+            ``compress`` and ``/compress_len``), which every reader of ACT files decodes.
         extra: more per-step datasets at the root, name -> (T, ...) array (``HELD``, ``TICK``).
     """
     check_choice("compression", compression, COMPRESSIONS)
@@ -266,7 +294,10 @@ def write_episode(
             raise InputError(
                 f"{path.name}: camera {cam!r} must be ({steps}, H, W, 3) uint8, got {frames.shape} {frames.dtype}"
             )
-    options = {} if compression == "none" else {"compression": compression}
+    options = {} if compression in ("none", "jpeg") else {"compression": compression}
+    lengths = None
+    if compression == "jpeg":
+        images, lengths = jpeg_rows(images)
     with atomic_path(path) as tmp:
         with h5py.File(tmp, "w") as root:
             root.attrs["sim"] = bool(sim)
@@ -277,6 +308,9 @@ def write_episode(
             group = root.create_group(IMAGES)
             for cam, frames in images.items():
                 group.create_dataset(cam, data=frames, chunks=(1, *frames.shape[1:]), **options)
+            if lengths is not None:
+                root.attrs["compress"] = True
+                root.create_dataset(COMPRESS_LEN, data=lengths)
             if reward is not None:
                 root.create_dataset(REWARD, data=np.asarray(reward))
             for key, arr in (extra or {}).items():

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from act.common.aloha import ARM_JOINTS, DT, FPS, STATE_DIM  # noqa: F401 - the robot's interface, for the sim's modules
+from act.common.aloha import (  # noqa: F401 - the robot's interface, for the sim's modules
+    ARM_JOINTS,
+    DT,
+    FPS,
+    ROBOT_CAMERAS,
+    STATE_DIM,
+)
 
 EPISODE_LEN = 400  # control steps of a scripted episode, both tasks
 MAX_REWARD = 4  # the last reward stage of both tasks: an episode succeeds when it reaches it
@@ -17,6 +23,9 @@ TASKS = ("transfer_cube", "insertion")
 MODES = ("joint", "ee")
 RENDER_QUALITIES = ("paper", "fast")
 CAMERAS = ("top", "angle", "front_close", "left_pillar", "right_pillar", "left_wrist", "right_wrist")
+# ROBOT_CAMERAS (act/common/aloha.py): the real ALOHA's names, each for the simulated camera that stands for it,
+# so demonstrations, checkpoints and a deployment's camera map can use the names a real ALOHA uses.
+CAMERA_NAMES = CAMERAS + tuple(ROBOT_CAMERAS)  # every name a simulated camera answers to
 
 START_ARM_POSE = np.array([0.0, -0.96, 1.16, 0.0, -0.3, 0.0])
 START_FINGER_POS = 0.02239  # metres, left finger; the right finger mirrors it
@@ -36,6 +45,11 @@ INIT_MOCAP_QUAT = np.array([1.0, 0.0, 0.0, 0.0])
 
 JOINT_ACTION_DIM = STATE_DIM
 EE_ACTION_DIM = 16  # per arm [x, y, z, qw, qx, qy, qz, gripper]
+
+
+def sim_camera(name: str) -> str:
+    """The simulated camera behind ``name``: ``cam_high`` -> ``top``; a simulator name stays as it is."""
+    return ROBOT_CAMERAS.get(name, name)
 
 
 def normalize_gripper(position: np.ndarray | float) -> np.ndarray | float:

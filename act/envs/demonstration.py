@@ -31,6 +31,7 @@ class Demonstration:
     object_poses: np.ndarray  # (7 * objects,) env_state at t = 0
     qpos: np.ndarray  # (T, 14)
     qvel: np.ndarray  # (T, 14)
+    effort: np.ndarray  # (T, 14) the actuators' forces, as a real ALOHA records its motors' load
     action: np.ndarray  # (T, 14)
     rewards: np.ndarray  # (T,)
     images: dict[str, np.ndarray] = field(default_factory=dict)  # cam -> (T, H, W, 3) uint8
@@ -104,12 +105,12 @@ class DemonstrationRecorder:
     ) -> Demonstration:
         """Pass 2: play ``targets`` (T, 14) in the joint env from ``object_poses``."""
         steps = len(targets)
-        qpos, qvel = np.empty((steps, 14), np.float32), np.empty((steps, 14), np.float32)
+        qpos, qvel, effort = (np.empty((steps, 14), np.float32) for _ in range(3))
         rewards = np.empty(steps, np.int64)
         images = {cam: None for cam in self.cameras}
         ts = self.joint_env.reset(object_poses=object_poses)
         for t in range(steps):
-            qpos[t], qvel[t] = ts.observation["qpos"], ts.observation["qvel"]
+            qpos[t], qvel[t], effort[t] = ts.observation["qpos"], ts.observation["qvel"], ts.observation["effort"]
             for cam, frame in ts.observation["images"].items():
                 if images[cam] is None:
                     images[cam] = np.empty((steps,) + frame.shape, np.uint8)
@@ -124,6 +125,7 @@ class DemonstrationRecorder:
             object_poses=np.asarray(object_poses).copy(),
             qpos=qpos,
             qvel=qvel,
+            effort=effort,
             action=targets.astype(np.float32),
             rewards=rewards,
             images=images,

@@ -6,7 +6,7 @@ from typing import Sequence
 
 from act.common.checks import check_choice
 from act.common.errors import InputError
-from act.envs.constants import CAMERAS, EPISODE_LEN, MODES, RENDER_QUALITIES, TASKS
+from act.envs.constants import CAMERA_NAMES, EPISODE_LEN, MODES, RENDER_QUALITIES, TASKS, sim_camera
 from act.envs.insertion import InsertionTask
 from act.envs.scene import load_physics
 from act.envs.task import AlohaEnv, BimanualTask
@@ -16,16 +16,24 @@ TASK_CLASSES: dict[str, type[BimanualTask]] = {"transfer_cube": TransferCubeTask
 
 
 def validate_cameras(cameras: Sequence[str] | str | None) -> tuple[str, ...]:
-    """Normalise a camera list, rejecting unknown names and duplicates."""
+    """Normalise a camera list (simulator names, or the real ALOHA's: ``cam_high`` is ``top``), rejecting unknown
+    names and a camera asked for twice, by one name or by both."""
     if cameras is None:
         return ()
     if isinstance(cameras, str):
         cameras = [cameras]
     cameras = tuple(str(c) for c in cameras)
     for cam in cameras:
-        check_choice("camera", cam, CAMERAS)
+        check_choice("camera", cam, CAMERA_NAMES)
     if len(set(cameras)) != len(cameras):
         raise InputError(f"cameras listed twice in {list(cameras)}")
+    seen: dict[str, str] = {}
+    for cam in cameras:
+        other = seen.setdefault(sim_camera(cam), cam)
+        if other != cam:
+            raise InputError(
+                f"cameras {other!r} and {cam!r} are the same simulated camera ({sim_camera(cam)!r}): keep one"
+            )
     return cameras
 
 
@@ -54,7 +62,8 @@ def make_env(
     Args:
         task: 'transfer_cube' or 'insertion'.
         mode: 'joint' (14 absolute joint targets) or 'ee' (16 numbers, mocap end effectors).
-        cameras: names to render each step into ``observation['images']`` (empty: no rendering).
+        cameras: names to render each step into ``observation['images']`` (empty: no rendering): simulator
+            names (``top``) or the real ALOHA's (``cam_high``, ``constants.ROBOT_CAMERAS``), images keyed by them.
         image_size: (H, W) of each image.
         render_quality: 'paper' (shadows, 4x MSAA as shipped) or 'fast' (neither).
         seed: seed of the object-pose stream; ``env.reset(seed=...)`` overrides it per episode.

@@ -19,7 +19,7 @@ from dm_env import specs
 from act.common.checks import check_choice
 from act.common.errors import InputError, RunError
 from act.envs.constants import (
-    CAMERAS,
+    CAMERA_NAMES,
     DT,
     EE_ACTION_DIM,
     GRIPPER_CLOSE,
@@ -30,6 +30,7 @@ from act.envs.constants import (
     START_FINGER_POS,
     normalize_gripper,
     normalize_gripper_velocity,
+    sim_camera,
     unnormalize_gripper,
 )
 
@@ -200,7 +201,7 @@ class BimanualTask(base.Task):
         cam = self._camera_cache.get(key)
         if cam is None:
             try:
-                cam = Camera(physics, height=height, width=width, camera_id=camera)
+                cam = Camera(physics, height=height, width=width, camera_id=sim_camera(camera))
             except Exception as err:  # noqa: BLE001 - GL setup fails with many error types
                 backend = os.environ.get("MUJOCO_GL", "(unset)")
                 raise RunError(
@@ -215,6 +216,9 @@ class BimanualTask(base.Task):
         obs = collections.OrderedDict()
         obs["qpos"] = _arm_state(physics.data.qpos, normalize_gripper)
         obs["qvel"] = _arm_state(physics.data.qvel, normalize_gripper_velocity)
+        # What a real ALOHA records as ``effort`` (each motor's load): here the actuators' generalised forces,
+        # joint torques (N m) and each gripper's left finger force (N).
+        obs["effort"] = _arm_state(physics.data.qfrc_actuator, float)
         obs["env_state"] = self.get_env_state(physics)
         obs["images"] = {cam: self.render(physics, cam) for cam in self.cameras}
         if self.mode == "ee":
@@ -265,7 +269,7 @@ class AlohaEnv(control.Environment):
 
         Sizes above the offscreen buffer (at least 480x640) are refused.
         """
-        check_choice("camera", camera, CAMERAS)
+        check_choice("camera", camera, CAMERA_NAMES)
         if size is not None:
             vis = self.physics.model.vis.global_
             if not (0 < size[0] <= vis.offheight and 0 < size[1] <= vis.offwidth):

@@ -90,7 +90,7 @@ def composition_error(config_name: str, *overrides: str) -> str | None:
             "train",
             ["experiment=smok"],
             "experiment=smok is not a config in configs/experiment/; did you mean "
-            "experiment=smoke? (valid: cpu_quickstart, cpu_quickstart_human_like, "
+            "experiment=smoke? (valid: aloha_4cam, cpu_quickstart, cpu_quickstart_human_like, "
             "cpu_quickstart_insertion, paper, smoke)",
         ),
         ("eval", ["expert=true"], "expert=true is not a config in configs/expert/ (valid: human_like, scripted)"),

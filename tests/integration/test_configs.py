@@ -64,3 +64,23 @@ def test_clipping_a_fused_optimizer_under_16_mixed_is_refused_before_training():
         r"policy.clip_grad_norm=10.0$",
     ):
         check_clipping(fused, "16-mixed")
+
+
+def test_the_default_policy_is_pretrained_and_every_random_one_uses_group_norm():
+    """A user's own data gets the paper's ImageNet backbone; a preset that trains from random weights (nothing to
+    download) puts GroupNorm in frozen BatchNorm's place, which training would refuse from random weights."""
+    from act.training.run import check_backbone_init
+
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        default = compose("train")
+        random_presets = [
+            compose("train", overrides=overrides).policy.model
+            for overrides in (["policy=small"], ["experiment=cpu_quickstart"], ["experiment=smoke"])
+        ]
+    assert default.policy.model.backbone_weights == "imagenet" and default.policy.model.backbone_norm == "frozen_bn"
+    for model in random_presets:
+        assert model.backbone_weights is None and model.backbone_norm == "group_norm"
+        check_backbone_init(model)
+    check_backbone_init(default.policy.model)
+    with pytest.raises(ConfigError, match="policy.model.backbone_norm=group_norm"):
+        check_backbone_init({**default.policy.model, "backbone_weights": None})

@@ -117,6 +117,26 @@ def test_jpeg_compressed_images_decode(tmp_path):
     assert np.abs(frame.astype(int) - smooth[2]).mean() < 3  # lossy, but the same picture
 
 
+def test_jpeg_writing_follows_the_real_aloha_recorder(tmp_path):
+    """compression=jpeg writes what a real ALOHA's recorder writes: zero-padded rows of JPEG bytes (one length for
+    every camera), the ``compress`` attribute and /compress_len (cameras, T); readers decode the same pictures."""
+    ep = fake_episode(steps=5, size=(16, 24), cams=("cam_high", "cam_low"))
+    flat = {cam: np.full_like(frames, 60 + 80 * i) for i, (cam, frames) in enumerate(ep["images"].items())}
+    path = write_episode(tmp_path / "episode_0.hdf5", **{**ep, "images": flat}, compression="jpeg")
+    with h5py.File(path, "r") as root:
+        rows = {cam: root[f"observations/images/{cam}"] for cam in flat}
+        lengths = root["compress_len"][()]
+        assert root.attrs["compress"] and lengths.shape == (2, 5) and all(r.ndim == 2 for r in rows.values())
+        assert rows["cam_high"].shape[1] == rows["cam_low"].shape[1] == int(lengths.max())
+        start = rows["cam_low"][3][: int(lengths[1, 3])].tobytes()
+        assert start[:2] == b"\xff\xd8" and start[-2:] == b"\xff\xd9"  # one whole JPEG, then zero padding
+    info = read_episode_info(path, deep=True)
+    assert info.jpeg and info.image_shape == (16, 24, 3) and info.cameras == ("cam_high", "cam_low")
+    frame = ChunkDataset(EpisodeIndex(tmp_path), [0], 2).frames(0, 3)  # (C, H, W, 3)
+    for i, cam in enumerate(("cam_high", "cam_low")):
+        assert np.abs(frame[i].astype(int) - flat[cam][3]).max() <= 2  # a flat picture: JPEG keeps it
+
+
 def test_truncated_file_names_the_file(tmp_path):
     write_fake(tmp_path, 0)
     path = tmp_path / "episode_0.hdf5"

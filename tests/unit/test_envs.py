@@ -39,6 +39,31 @@ def test_duplicate_camera_is_rejected():
         make_env("transfer_cube", cameras=["top", "top"])
 
 
+def test_the_real_alohas_camera_names_render_the_cameras_that_stand_for_them():
+    """cam_high is top, cam_low angle, cam_left_wrist and cam_right_wrist the wrists: the same pictures under the
+    robot's names; one camera asked for by both of its names is refused. Effort comes with every observation."""
+    from act.common.aloha import ROBOT_CAMERAS
+
+    robot = make_env("insertion", cameras=list(ROBOT_CAMERAS), image_size=SMALL).reset(seed=3).observation
+    sim = make_env("insertion", cameras=list(ROBOT_CAMERAS.values()), image_size=SMALL).reset(seed=3).observation
+    assert list(robot["images"]) == list(ROBOT_CAMERAS)
+    for name, camera in ROBOT_CAMERAS.items():
+        np.testing.assert_array_equal(robot["images"][name], sim["images"][camera])
+    assert robot["effort"].shape == (14,) and np.all(np.isfinite(robot["effort"]))
+    with pytest.raises(ValueError, match="'top' and 'cam_high' are the same simulated camera"):
+        make_env("insertion", cameras=["top", "cam_high"])
+
+
+def test_a_deployment_camera_map_follows_the_policys_names():
+    from act.common.aloha import default_camera_map
+
+    four = ["cam_high", "cam_low", "cam_left_wrist", "cam_right_wrist"]
+    assert default_camera_map(four) == {cam: cam for cam in four}
+    assert default_camera_map(["top", "left_wrist"]) == {"top": "cam_high", "left_wrist": "cam_left_wrist"}
+    with pytest.raises(ValueError, match="front_close"):
+        default_camera_map(["top", "front_close"])
+
+
 @pytest.mark.parametrize("task", TASKS)
 def test_same_seed_gives_same_initial_state(task):
     env = make_env(task, cameras=(), seed=7)
