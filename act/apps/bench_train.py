@@ -2,6 +2,7 @@
 
     python scripts/bench_train.py out_dir=outputs/bench_train              # the paper's `act` preset
     python scripts/bench_train.py experiment=cpu_quickstart                 # a training experiment's step
+    python scripts/bench_train.py experiment=cpu_quickstart compile=[false,true]   # eager and compiled, interleaved
 
 The config is train.yaml's with configs/bench/train.yaml's settings on top, so the step timed is the one
 training runs (``data.batch_size``, ``task.cameras``, ``task.image_size``, the policy). The policy is built with
@@ -61,7 +62,8 @@ def main(cfg: DictConfig) -> dict:
         "machine": machine(device),
     }
     formats = list(cfg.get("channels_last") or [bool(cfg.policy.channels_last)])
-    variants = choose_variants(list(cfg.precisions), formats, bool(cfg.emulated_bf16), device, results)
+    compiles = tuple(bool(c) for c in cfg.get("compile") or [False])
+    variants = choose_variants(list(cfg.precisions), formats, bool(cfg.emulated_bf16), device, results, compiles)
     for name, why in results.get("skipped", {}).items():
         print(f"skipping {name}: not native here, {why} (emulated_bf16=true to time it anyway)")
     results["training"] = time_training(bench, variants, device, build)
@@ -76,6 +78,8 @@ def main(cfg: DictConfig) -> dict:
 def _report(results: dict, path: Path) -> None:
     for name, r in results["training"].items():
         phases = " ".join(f"{k} {v:.0f}" for k, v in r["phases_ms"].items())
+        if r["compiled"]:
+            phases += f"; first step {r['first_step_s']:.0f} s, compiling"
         print(
             f"train {name:26s} {r['ms_per_step']:8.1f} ms/step  {r['samples_per_s']:7.1f} samples/s  "
             f"{r['gflop_per_s']:8.1f} GFLOP/s of {r['matmul_gflop_per_s']:.0f} (matmul)  floor_ratio "

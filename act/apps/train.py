@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import nullcontext
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +22,17 @@ import lightning as L
 import torch
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
+from act.common.io import write_json
 from act.common.lock import folder_lock
 from act.data.datamodule import ACTDataModule
 from act.data.schema import EpisodeFormatError
 from act.model.spec import PolicySpec
+from act.runtime.device import trainer_device
+from act.runtime.precision import probe_bf16, probe_key
 from act.training.callbacks import SafeCheckpointIO
+from act.training.compiled import check_compile
 from act.training.resume import resume_checkpoint
 from act.training.run import (
     ConfigError,
@@ -42,6 +47,7 @@ from act.training.run import (
     sweep_value,
     trainer_precision,
 )
+from act.training.step_choice import StepChoice, choose_by_timing, gpu_precisions
 
 
 def main(cfg: DictConfig) -> float | None:
@@ -62,9 +68,12 @@ def train(cfg: DictConfig) -> dict:
     check_backbone_init(cfg.policy.model)  # before the data is read: a setting that cannot train fails first
     L.seed_everything(cfg.seed, workers=True)
     dm = build_datamodule(cfg)
-    module = build_module(cfg, dm)
+    step = choose_step(cfg)
+    if step.timings:  # timing a GPU's variants drew random numbers: the network starts from the seed still
+        L.seed_everything(cfg.seed, workers=True)
+    module = build_module(cfg, dm, step.compiled)
     check_writable(cfg.out_dir, "out_dir")
-    trainer = build_trainer(cfg)
+    trainer = build_trainer(cfg, step.precision)
     check_before_fitting(cfg, dm, module, trainer)
     lock = (
         folder_lock(cfg.out_dir, "a training run", "give this run another out_dir (hydra.run.dir)")
@@ -72,6 +81,8 @@ def train(cfg: DictConfig) -> dict:
         else nullcontext()
     )
     with lock:
+        if step.timings and trainer.is_global_zero:  # why this run trains as it does, beside its checkpoints
+            write_json(Path(cfg.out_dir) / "step_choice.json", asdict(step))
         return fit(cfg, dm, module, trainer)
 
 
@@ -169,8 +180,9 @@ def check_episodes(cfg: DictConfig, dm: ACTDataModule, folder: Path) -> None:
 
 
 # -- the module --------------------------------------------------------------------------------------
-def build_module(cfg: DictConfig, dm: ACTDataModule) -> L.LightningModule:
-    """The ACTLitModule with the dataset's cameras, image size and normalisation stats."""
+def build_module(cfg: DictConfig, dm: ACTDataModule, compiled: bool | str = "auto") -> L.LightningModule:
+    """The ACTLitModule with the dataset's cameras, image size and normalisation stats, its training step compiled
+    as ``compiled`` says (``choose_step``)."""
     index = dm.index
     if index.state_dim != cfg.policy.model.state_dim or index.action_dim != cfg.policy.model.action_dim:
         raise ConfigError(
@@ -184,7 +196,7 @@ def build_module(cfg: DictConfig, dm: ACTDataModule) -> L.LightningModule:
         render_quality=index.attrs.get("render_quality"),
         stats=dm.stats,
     )
-    module = policy_module(cfg.policy, spec.to_dict())
+    module = policy_module(OmegaConf.merge(cfg.policy, {"compile": compiled}), spec.to_dict())
     # Set after instantiation: Hydra would otherwise build every `_target_` inside the config.
     module.hparams["train_config"] = OmegaConf.to_container(cfg, resolve=True)
     return module
@@ -215,17 +227,18 @@ def policy_module(policy_cfg: DictConfig, deployment: dict, pretrained: bool = T
 
 
 # -- the trainer -------------------------------------------------------------------------------------
-def build_trainer(cfg: DictConfig) -> L.Trainer:
-    """The Lightning trainer of ``cfg.trainer`` with the configured loggers and callbacks, in the precision
-    ``resolve_trainer_precision`` chose."""
-    precision = resolve_trainer_precision(cfg)
+def build_trainer(cfg: DictConfig, precision: str) -> L.Trainer:
+    """The Lightning trainer of ``cfg.trainer`` with the configured loggers and callbacks, in ``precision`` (a
+    Lightning precision: ``choose_step``'s)."""
     if not cfg.trainer.max_steps or cfg.trainer.max_steps <= 0:
         raise ConfigError(f"trainer.max_steps must be positive, got {cfg.trainer.max_steps}")
     check_clipping(cfg, precision)
     loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values()]
     callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
     # SafeCheckpointIO: a checkpoint that cannot be written stops the run (Lightning's save may not).
-    trainer = instantiate(cfg.trainer, logger=loggers or False, callbacks=callbacks, plugins=[SafeCheckpointIO()])
+    trainer = instantiate(
+        cfg.trainer, precision=precision, logger=loggers or False, callbacks=callbacks, plugins=[SafeCheckpointIO()]
+    )
     if trainer.strategy.root_device.type == "cuda":
         # fp32 matrix products on TF32 tensor cores (Ampere on; 10-bit mantissa, fp32 range), as PyTorch
         # already runs fp32 convolutions; under bf16-mixed it touches only what autocast leaves in fp32.
@@ -233,14 +246,24 @@ def build_trainer(cfg: DictConfig) -> L.Trainer:
     return trainer
 
 
-def resolve_trainer_precision(cfg: DictConfig) -> str:
-    """Replace ``trainer.precision`` ``auto`` by what this machine runs natively (``trainer_precision``)."""
-    precision = trainer_precision(
-        str(cfg.trainer.precision), cfg.trainer.get("accelerator", "cpu"), cfg.trainer.get("devices")
-    )
-    with open_dict(cfg):
-        cfg.trainer.precision = precision
-    return precision
+def choose_step(cfg: DictConfig) -> StepChoice:
+    """The training step's precision and compilation. On one CUDA GPU, where ``trainer.precision`` or
+    ``policy.compile`` is ``auto``, both are timed (``act.training.step_choice``: eager bf16 can be slower than
+    fp32 there); elsewhere the precision is the hardware's (``trainer_precision``) and ``auto`` compilation is
+    the module's to decide on its device (never on a CPU). Says which, and why."""
+    requested, setting = str(cfg.trainer.precision), check_compile(cfg.policy.get("compile", "auto"))
+    accelerator, devices = cfg.trainer.get("accelerator", "cpu"), cfg.trainer.get("devices")
+    device = trainer_device(accelerator, devices)
+    # Every DDP rank runs this: only a lone GPU times, so that all ranks of a larger run choose alike.
+    timed = device.type == "cuda" and "auto" in (requested, setting) and devices in (1, "1", [0], None)
+    if not timed:
+        return StepChoice(trainer_precision(requested, accelerator, devices), setting, "not timed")
+    precisions = gpu_precisions(probe_bf16(probe_key(device))) if requested == "auto" else [requested]
+    compiles = [False, True] if setting == "auto" else [bool(setting)]
+    say(f"timing the training step on {device}: {len(precisions) * len(compiles)} variants (compiling those that are)")
+    choice = choose_by_timing(lambda: build_probe_module(cfg), int(cfg.data.batch_size), precisions, compiles, device)
+    say(f"training step: {choice.name} ({choice.reason})")
+    return choice
 
 
 def check_clipping(cfg: DictConfig, precision: str) -> None:

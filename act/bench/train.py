@@ -3,8 +3,9 @@
 
 Times full training steps (forward, backward, clipping, AdamW and the weight average, as in
 ``ACTLitModule``) at batch ``batch_size`` with random images and actions, for each precision (and
-memory format) asked for, interleaved (A B A B ...) so that a noisy host slows every variant alike,
-and reports medians. For each variant:
+memory format, and eager or compiled: ``<precision>/compiled``) asked for, interleaved (A B A B ...) so that
+a noisy host slows every variant alike, and reports medians. A compiled variant compiles in its warm-up
+step (``compile_s``). For each variant:
 
 - ms/step, samples/s and the step's FLOPs (torch's FlopCounterMode);
 - ``floor_ratio``: the step's time over the time its FLOPs take at the rate of a large matmul timed
@@ -65,28 +66,41 @@ class TrainBench:
     seed: int
 
 
-def variant_name(precision: str, channels_last: bool, formats: int) -> str:
-    return precision if formats == 1 else f"{precision}/{'channels_last' if channels_last else 'contiguous'}"
+def variant_name(precision: str, channels_last: bool, formats: int, compiled: bool = False) -> str:
+    """``bf16-mixed``, with ``/channels_last`` or ``/contiguous`` where both formats are timed, and ``/compiled``."""
+    name = precision if formats == 1 else f"{precision}/{'channels_last' if channels_last else 'contiguous'}"
+    return f"{name}/compiled" if compiled else name
 
 
-def time_training(bench: TrainBench, variants: dict[str, tuple[str, bool]], device: str, build: BuildModule) -> dict:
-    """Every variant's training step, timed in interleaved rounds (one step of each per round)."""
-    steps, phases, flops, losses = {}, {}, {}, {}
+def step_flops(module: nn.Module, batch: dict, precision: str) -> float:
+    """FLOPs of one eager training step of ``module`` (torch's FlopCounterMode; a compiled step does the same
+    arithmetic, which the counter cannot see inside a compiled graph)."""
+    counter = FlopCounterMode(display=False)
+    with counter:
+        training_step_fn(module, batch, precision)()
+    return counter.get_total_flops()
+
+
+def time_training(
+    bench: TrainBench, variants: dict[str, tuple[str, bool, bool]], device: str, build: BuildModule
+) -> dict:
+    """Every variant's training step ``{name: (precision, channels_last, compiled)}``, timed in interleaved rounds
+    (one step of each per round)."""
+    steps, phases, flops, losses, compile_s = {}, {}, {}, {}, {}
     batch = random_batch(
         bench.batch_size, bench.num_cameras, bench.image_size, bench.chunk_size, seed=bench.seed, device=device
     )
-    for name, (precision, channels_last) in variants.items():
+    for name, (precision, channels_last, compile_it) in variants.items():
+        module = build(channels_last).to(device)
+        flops[name] = step_flops(build(channels_last).to(device), batch, precision)
+        module.use_compile(compile_it, device)
         phases[name] = StepPhases(device)
         steps[name] = training_step_fn(
-            build(channels_last).to(device),
-            batch,
-            precision,
-            phases=phases[name] if device_type_of(device) == "cpu" else None,
+            module, batch, precision, phases=phases[name] if device_type_of(device) == "cpu" else None
         )
-        counter = FlopCounterMode(display=False)
-        with counter:
-            losses[name] = [steps[name]()]  # warm-up, and the FLOP count of one step
-        flops[name] = counter.get_total_flops()
+        start = time.perf_counter()
+        losses[name] = [steps[name]()]  # warm-up: kernel selection, or the whole compilation
+        compile_s[name] = time.perf_counter() - start
         steps[name]()  # a second warm-up: allocator and kernel caches settle
     # The matmul rate of each precision, timed once per round beside the steps: timed apart, minutes
     # of a shared host's drift moved a Zen 4's bf16 rate between 204 and 353 GFLOP/s from one variant
@@ -109,8 +123,8 @@ def time_training(bench: TrainBench, variants: dict[str, tuple[str, bool]], devi
             matmul_times[precision].append(time.perf_counter() - start)
     rates = {precision: flop / float(np.median(matmul_times[precision])) for precision, (_, flop) in matmuls.items()}
     results = {}
-    for name, (precision, channels_last) in variants.items():
-        if device_type_of(device) != "cpu":  # phases need a synchronisation each: timed apart from the steps
+    for name, (precision, channels_last, compile_it) in variants.items():
+        if device_type_of(device) != "cpu" and not compile_it:  # a synchronisation per phase: timed apart
             module_phases = StepPhases(device)
             phase_step = training_step_fn(build(channels_last).to(device), batch, precision, phases=module_phases)
             for _ in range(3):
@@ -126,6 +140,7 @@ def time_training(bench: TrainBench, variants: dict[str, tuple[str, bool]], devi
             losses[name],
             rates[precision],
         )
+        results[name].update(compiled=compile_it, first_step_s=compile_s[name])
     return results
 
 
@@ -179,11 +194,16 @@ def machine(device: str) -> dict:
 
 
 def choose_variants(
-    precisions: list[str], formats: list[bool], emulated_bf16: bool, device: str, results: dict
-) -> dict[str, tuple[str, bool]]:
-    """{name: (precision, channels_last)} for every precision x memory format asked for. A precision
-    this device only emulates is skipped unless ``emulated_bf16`` (one step would take minutes and look like a
-    hang): ``results["skipped"]`` says why."""
+    precisions: list[str],
+    formats: list[bool],
+    emulated_bf16: bool,
+    device: str,
+    results: dict,
+    compiles: tuple[bool, ...] = (False,),
+) -> dict[str, tuple[str, bool, bool]]:
+    """{name: (precision, channels_last, compiled)} for every precision x memory format x compilation asked for.
+    A precision this device only emulates is skipped unless ``emulated_bf16`` (one step would take minutes and look
+    like a hang): ``results["skipped"]`` says why."""
     probe = probe_bf16(probe_key(device))  # cuda:<index>, which the CUDA probe reads the GPU's index from
     results["machine"]["bf16"] = {"native": probe.native, "detail": probe.detail, "slowdown": probe.slowdown}
     chosen = {}
@@ -193,4 +213,7 @@ def choose_variants(
             results.setdefault("skipped", {})[name] = slowdown_text(probe)
             continue
         chosen[choice.precision] = None
-    return {variant_name(p, cl, len(formats)): (p, bool(cl)) for p, cl in itertools.product(chosen, formats)}
+    return {
+        variant_name(p, cl, len(formats), c): (p, bool(cl), bool(c))
+        for p, c, cl in itertools.product(chosen, compiles, formats)
+    }

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from act.training.timing import query_fn, random_batch, time_calls, training_step_fn
+from act.training.timing import query_fn, time_calls, time_step_variants
 
 # Measured on the quickstart (3600 steps): the trainer's loop, data loading and validation add
 # about this much to the bare step time that ``estimate_training`` times.
@@ -43,24 +43,8 @@ def time_training_steps(
 ) -> dict:
     """``time_training_step`` of each of ``modules`` ({name: module}, shaped alike), one step of each per
     round (A B A B ...) so that a noisy host slows them alike: {name: median seconds}."""
-    first = next(iter(modules.values()))
-    batch = random_batch(
-        batch_size,
-        len(first.net.camera_names),
-        first.net.image_size,
-        first.config.chunk_size,
-        first.config.state_dim,
-        first.config.action_dim,
-        device=device,
-    )
-    steps = {name: training_step_fn(module.to(device), batch, precision) for name, module in modules.items()}
-    for step in list(steps.values()) * 2:
-        step()  # untimed: allocator and kernel caches settle
-    times = {name: [] for name in steps}
-    for _ in range(repeats):
-        for name, step in steps.items():
-            times[name].append(float(time_calls(step, 1, warmup=0)[0]))
-    return {name: float(np.median(t)) for name, t in times.items()}
+    variants = {name: (module, precision) for name, module in modules.items()}
+    return time_step_variants(variants, batch_size, repeats, device)
 
 
 def steps_within(seconds: float, step_s: float) -> int:

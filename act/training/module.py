@@ -23,6 +23,7 @@ from act.model.loss import act_loss
 from act.model.normalized import NormalizedACT
 from act.model.spec import PolicySpec
 from act.training.augment import augment
+from act.training.compiled import check_compile, compile_pays, compiled, step_begins
 from act.training.ema import EMA
 
 LR_SCHEDULES = ("constant", "cosine")
@@ -88,6 +89,9 @@ class ACTLitModule(L.LightningModule):
         lr_min_ratio: the cosine schedule's final rate as a fraction of the peak.
         channels_last: run the backbone in channels-last memory format; ``auto``: where it pays, decided
             when training starts on its device (``channels_last_pays``).
+        compile: compile the training forward and its loss with ``torch.compile`` (``act.training.compiled``);
+            ``auto``: on CUDA, with CUDA graphs, and never on a CPU, where it does not pay. Decided when training
+            starts on its device; validation, evaluation and export stay eager.
         clip_grad_norm: clip the gradients' global norm to this in the module (None: not here). For
             a fused optimiser under ``16-mixed``, where Lightning's ``trainer.gradient_clip_val``
             refuses; this works in every precision. Set one of the two.
@@ -127,6 +131,7 @@ class ACTLitModule(L.LightningModule):
         lr_min_ratio: float = 0.0,
         clip_grad_norm: float | None = None,
         channels_last: bool | str = "auto",
+        compile: bool | str = "auto",
         image_crop: Sequence[int] | None = None,
         val_posterior: bool = False,
         ema_decay: float | None = None,
@@ -160,6 +165,9 @@ class ACTLitModule(L.LightningModule):
         self.lr_warmup_steps = int(lr_warmup_steps)
         self.lr_min_ratio = float(lr_min_ratio)
         self.channels_last = channels_last
+        self.compile_setting = check_compile(compile)
+        self.losses_fn: Callable[..., dict] = self.train_losses  # compiled by ``use_compile``
+        self.compiled_on: torch.device | None = None
         self.val_posterior = val_posterior
         if clip_grad_norm is not None and not clip_grad_norm > 0:
             raise InputError(f"clip_grad_norm must be positive or null, got {clip_grad_norm}")
@@ -189,8 +197,16 @@ class ACTLitModule(L.LightningModule):
 
     def setup(self, stage: str) -> None:
         # Before Lightning moves the module to its device and wraps it (DDP): the layout is set once.
+        device = self.trainer.strategy.root_device
         if self.channels_last == "auto":
-            self.use_channels_last(channels_last_pays(self.trainer.strategy.root_device, str(self.trainer.precision)))
+            self.use_channels_last(channels_last_pays(device, str(self.trainer.precision)))
+        if stage == "fit":
+            self.use_compile(compile_pays(device) if self.compile_setting == "auto" else self.compile_setting, device)
+
+    def use_compile(self, enabled: bool, device: torch.device | str) -> None:
+        """Train through ``train_losses`` compiled for ``device`` (``act.training.compiled``), or eagerly."""
+        self.compiled_on = torch.device(device) if enabled else None
+        self.losses_fn = compiled(self.train_losses, self.compiled_on) if enabled else self.train_losses
 
     def use_channels_last(self, enabled: bool) -> None:
         """Put the backbone's weights (and the average's) in channels-last or the default layout; the
@@ -211,15 +227,23 @@ class ACTLitModule(L.LightningModule):
         return self.net.outputs(qpos, images, actions, is_pad)
 
     # -- training ---------------------------------------------------------------------------
-    def _losses(self, out: dict, batch: dict) -> dict:
-        return act_loss(out["actions"], out["target"], batch["is_pad"], out["mu"], out["logvar"], self.kl_weight)
+    def train_losses(self, qpos, images, action, is_pad) -> dict:
+        """The training forward and its loss (``act_loss``'s dict), from raw qpos (B, D), uint8 images
+        (B, C, 3, H, W), raw actions (B, k, A) and is_pad (B, k): what ``policy.compile`` compiles."""
+        out = self.net.outputs(qpos, images, action, is_pad)
+        return act_loss(out["actions"], out["target"], is_pad, out["mu"], out["logvar"], self.kl_weight)
 
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
         images = augment(  # identity when all are off
             batch["images"], self.augment_shift, self.augment_color, self.augment_crop, self.net.image_crop
         )
-        out = self(batch["qpos"], images, batch["action"], batch["is_pad"])
-        losses = self._losses(out, batch)
+        inputs = (batch["qpos"], images, batch["action"], batch["is_pad"])
+        if self.compiled_on is None:
+            losses = self.losses_fn(*inputs)
+        else:
+            step_begins(self.compiled_on)
+            # Copies: a CUDA graph's outputs are overwritten by its next replay, and the logger keeps these.
+            losses = {key: value.clone() for key, value in self.losses_fn(*inputs).items()}
         size = batch["qpos"].shape[0]
         self.log("train/loss", losses["loss"], prog_bar=True, batch_size=size)
         self.log("train/l1", losses["l1"], batch_size=size)

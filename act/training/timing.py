@@ -146,3 +146,38 @@ def query_fn(module, batch: int, precision: str, seed: int = 0) -> Callable[[], 
             return module.net(data["qpos"], data["images"]).cpu()
 
     return query
+
+
+def module_batch(module, batch_size: int, device: str | torch.device = "cpu", seed: int = 0) -> dict:
+    """A random training batch of ``batch_size`` shaped for ``module`` (its cameras, image size, chunk and
+    dimensions), on ``device``."""
+    return random_batch(
+        batch_size,
+        len(module.net.camera_names),
+        module.net.image_size,
+        module.config.chunk_size,
+        module.config.state_dim,
+        module.config.action_dim,
+        seed,
+        device,
+    )
+
+
+def time_step_variants(
+    variants: dict[str, tuple], batch_size: int, repeats: int = 4, device: str | torch.device = "cpu", warmup: int = 2
+) -> dict[str, float]:
+    """Median seconds of one optimiser step of each variant ``{name: (module, precision)}`` (modules shaped
+    alike; a compiled one compiles in its ``warmup`` steps), one step of each per round (A B A B ...) so that a
+    noisy host slows them alike."""
+    first = next(iter(variants.values()))[0]
+    batch = module_batch(first, batch_size, device)
+    steps = {
+        name: training_step_fn(module.to(device), batch, precision) for name, (module, precision) in variants.items()
+    }
+    for step in list(steps.values()) * warmup:
+        step()  # untimed: compilation, the allocator's and the kernels' caches
+    times = {name: [] for name in steps}
+    for _ in range(repeats):
+        for name, step in steps.items():
+            times[name].append(float(time_calls(step, 1, warmup=0)[0]))
+    return {name: float(np.median(t)) for name, t in times.items()}

@@ -382,6 +382,27 @@ def test_bench_train_times_training_and_queries(run_script, tmp_path):
     assert results["config"]["batch_size"] == 2 and results["config"]["image_size"] == [32, 32]
 
 
+@pytest.mark.slow
+def test_bench_train_times_eager_and_compiled_steps(run_script, tmp_path):
+    """compile=[false,true]: both steps timed, interleaved, the compiled one named <precision>/compiled (its first
+    step compiles with inductor: a minute or more on a CPU)."""
+    run_script(
+        "bench_train",
+        "policy=small",
+        "task.image_size=[32,32]",
+        "data.batch_size=2",
+        "train_steps=2",
+        "inference_queries=1",
+        "precisions=[32-true]",
+        "compile=[false,true]",
+        f"out_dir={tmp_path}",
+    )
+    training = json.loads((tmp_path / "metrics.json").read_text())["training"]
+    assert set(training) == {"32-true", "32-true/compiled"}
+    assert training["32-true/compiled"]["compiled"] and not training["32-true"]["compiled"]
+    assert training["32-true/compiled"]["gflop_per_step"] == training["32-true"]["gflop_per_step"] > 0
+
+
 def test_gpu_check_refuses_without_cuda_in_one_line(run_script, tmp_path):
     proc = run_script("gpu_check", f"out_dir={tmp_path}", check=False)
     assert proc.returncode == 2 and proc.stdout == ""
