@@ -1,12 +1,13 @@
-"""The checks that need a GPU, in one command of about ten minutes (``scripts/gpu_check.py``, ``make gpu-check``).
+"""The checks that need a GPU, in one command of about eleven minutes (``scripts/gpu_check.py``, ``make gpu-check``).
 
     python scripts/gpu_check.py out_dir=$OUT/gpu_check
-    python scripts/gpu_check.py stages=[cuda_tests,speed]          # a part of it
+    python scripts/gpu_check.py stages=[speed,cuda_tests]          # a part of it, in this order
 
-Settings from configs/bench/gpu_check.yaml; the four stages (CUDA tests, speed tables, a short paper-preset run,
-the quickstart trained for what is left of the budget), each a subprocess with its own time limit, are
-act/bench/gpu_check.py's. ``gpu_check.json`` is rewritten after each stage, so a check cut short still leaves what
-it had; ``gpu_check.md`` (the tables for docs/results.md) at the end, and printed.
+Settings from configs/bench/gpu_check.yaml; the stages (the paper preset end to end, speed tables eager and
+compiled, the CUDA tests, and on request the quickstart trained for what is left of the budget), each a
+subprocess with its own time limit, are act/bench/gpu_check.py's. ``gpu_check.json`` is rewritten after each
+stage, so a check cut short still leaves what it had; ``gpu_check.md`` (the tables for docs/results.md) at the
+end, and printed.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from act.bench.gpu_check import (
     require_cuda,
     speed,
 )
+from act.common.errors import InputError
 from act.common.io import atomic_path, write_json
 
 
@@ -36,13 +38,17 @@ def main(cfg: DictConfig) -> dict:
     clock = Clock(60.0 * cfg.budget_min)
     stages = {
         "cuda_tests": lambda: cuda_tests(out, min(cfg.tests_s, clock.left())),
-        "speed": lambda: speed(out, clock, list(cfg.precisions), cfg.speed_steps, cfg.speed_s),
-        "paper": lambda: paper_run(out, cfg.paper_steps, min(cfg.paper_s, clock.left())),
+        "speed": lambda: speed(out, clock, list(cfg.speed_presets), list(cfg.precisions), cfg.speed_steps, cfg.speed_s),
+        "paper": lambda: paper_run(
+            out, cfg.paper_steps, cfg.paper_demos, cfg.paper_episodes, min(cfg.paper_s, clock.left())
+        ),
         "quickstart": lambda: _quickstart(cfg, out, clock, report["stages"].get("speed", {})),
     }
-    for name, stage in stages.items():
-        if name not in cfg.stages:
-            continue
+    unknown = [name for name in cfg.stages if name not in stages]
+    if unknown:
+        raise InputError(f"stages {unknown} are not stages of make gpu-check; choose from {list(stages)}")
+    for name in cfg.stages:  # in the order given
+        stage = stages[name]
         print(f"[gpu-check] {name} ({clock.left():.0f} s of the budget left)", flush=True)
         report["stages"][name] = stage()
         write_json(out / "gpu_check.json", report)  # a check cut short still leaves what it had

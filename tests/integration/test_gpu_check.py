@@ -85,10 +85,21 @@ def test_the_report_reads_as_the_tables_results_md_takes():
         "stages": {
             "cuda_tests": {"rc": 0, "seconds": 80.0, "tests": 9, "passed": 8, "failures": 1, "errors": 0, "skipped": 0},
             "speed": {
-                "paper": {"rc": 0, "training": {"bf16-mixed": speed_row("bf16-mixed", 50.0)}},
+                "paper": {
+                    "rc": 0,
+                    "training": {
+                        "bf16-mixed": speed_row("bf16-mixed", 50.0),
+                        "bf16-mixed/compiled": {**speed_row("bf16-mixed", 10.0), "first_step_s": 61.0},
+                    },
+                },
                 "quickstart": {"rc": 1, "log": "q.log"},
             },
-            "paper": {"rc": 1, "seconds": 12.0, "log": "paper.log"},
+            "paper": {
+                "rc": 1,
+                "seconds": 12.0,
+                "log": "paper.log",
+                "step_choice": {"precision": "32-true", "compiled": True, "reason": "timed on cuda:0: ..."},
+            },
             "quickstart": {
                 "rc": 0,
                 "successes": 45,
@@ -102,7 +113,37 @@ def test_the_report_reads_as_the_tables_results_md_takes():
     }
     text = gpu_check.gpu_check_markdown(report)
     assert "NVIDIA H200" in text and "8 passed, 1 failed" in text
-    assert "| paper | bf16-mixed | 50.0 | 160 | 0.5 | 700 | 0.69 |" in text
+    assert "| paper | bf16-mixed | 50.0 | 160 | 0.5 | 700 | 0.69 | 0 |" in text
+    assert "| paper | bf16-mixed/compiled | 10.0 | 800 | 2.4 | 700 | 3.47 | 61 |" in text
+    assert "  - its step: 32-true, compiled True (timed on cuda:0: ...)" in text
     assert "| quickstart | failed (rc 1, q.log)" in text
     assert "- paper: no result (rc 1 after 12.0 s; paper.log)" in text
     assert "- quickstart: 45/50 = 0.90 (0.79-0.96) after 9000 steps; record 30 s, train 290 s, eval 40 s" in text
+
+
+def test_the_paper_stage_runs_the_papers_command_end_to_end(tmp_path, monkeypatch):
+    """``demo.py experiment=paper trainer=gpu`` as a user types it, with the paper's sizes (50 demos, 10,000 steps,
+    50 held-out episodes) and the backbone from random weights with GroupNorm (a lent GPU has no internet), and the
+    step the run chose by timing read back from its folder."""
+    calls = []
+
+    def fake_run(args, log, timeout_s, env=None):
+        calls.append(args)
+        train = tmp_path / "paper" / "train"
+        train.mkdir(parents=True)
+        (train / "step_choice.json").write_text('{"precision": "32-true", "compiled": true, "reason": "timed"}')
+        return {"rc": 0, "seconds": 1.0, "log": str(log)}
+
+    monkeypatch.setattr(gpu_check, "run_command", fake_run)
+    result = gpu_check.paper_run(tmp_path, steps=10000, demos=50, episodes=50, timeout_s=500)
+    args = calls[0]
+    assert args[1].endswith("scripts/demo.py") and args[2:4] == ["experiment=paper", "trainer=gpu"]
+    for override in (
+        "policy.model.backbone_weights=null",
+        "policy.model.backbone_norm=group_norm",
+        "demo.num_demos=50",
+        "trainer.max_steps=10000",
+        "+demo.eval.num_episodes=50",
+    ):
+        assert override in args
+    assert result["step_choice"]["compiled"] is True and result["rc"] == 0
