@@ -67,7 +67,7 @@ def main(cfg: DictConfig) -> dict:
     for name, why in results.get("skipped", {}).items():
         print(f"skipping {name}: not native here, {why} (emulated_bf16=true to time it anyway)")
     results["training"] = time_training(bench, variants, device, build)
-    for precision in dict.fromkeys(precision for precision, _ in variants.values()):
+    for precision in dict.fromkeys(precision for precision, *_ in variants.values()):
         results["inference"][precision] = time_inference(bench, precision, device, build)
     results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     path = write_json(Path(cfg.out_dir) / "metrics.json", results)

@@ -106,7 +106,7 @@ def time_training(
     # of a shared host's drift moved a Zen 4's bf16 rate between 204 and 353 GFLOP/s from one variant
     # to the next, and each floor ratio with it.
     matmuls = {
-        precision: matmul_call(precision, device) for precision in dict.fromkeys(p for p, _ in variants.values())
+        precision: matmul_call(precision, device) for precision in dict.fromkeys(p for p, *_ in variants.values())
     }
     for call, _ in matmuls.values():
         call(), call()  # warm-up
