@@ -34,10 +34,10 @@ class StepChoice:
 
     @property
     def name(self) -> str:
-        return variant_name(self.precision, self.compiled is True)
+        return choice_name(self.precision, self.compiled is True)
 
 
-def variant_name(precision: str, compiled: bool) -> str:
+def choice_name(precision: str, compiled: bool) -> str:
     """``bf16-mixed/compiled`` or, eager, the precision alone (``32-true``)."""
     return f"{precision}/compiled" if compiled else precision
 
@@ -63,7 +63,7 @@ def choose_by_timing(
     that fails to compile is left out, its error in the reason: the run then trains eagerly rather than not at all."""
     variants, failed = {}, {}
     for precision, compile_it in itertools.product(precisions, compiles):
-        name = variant_name(precision, compile_it)
+        name = choice_name(precision, compile_it)
         module = build().to(device)
         module.use_compile(compile_it, device)
         try:
@@ -76,7 +76,7 @@ def choose_by_timing(
         raise RuntimeError(f"no training step ran on {device}: " + "; ".join(f"{k}: {v}" for k, v in failed.items()))
     times = time_step_variants(variants, batch_size, repeats, device, warmup=2)
     best = min(times, key=times.get)
-    precision, compiled = next((p, c) for p, c in itertools.product(precisions, compiles) if variant_name(p, c) == best)
+    precision, compiled = next((p, c) for p, c in itertools.product(precisions, compiles) if choice_name(p, c) == best)
     shown = ", ".join(f"{name} {1000 * s:.1f} ms" for name, s in times.items())
     shown += "".join(f"; {name} failed ({why})" for name, why in failed.items())
     return StepChoice(precision, compiled, f"timed on {device}: {shown}", times)

@@ -33,13 +33,13 @@ def test_training_step_fn_trains_the_real_module():
 def test_estimates_extrapolate_the_timed_calls(monkeypatch):
     import numpy as np
 
-    from act.training import budget
+    from act.training import budget, timing
 
     module = tiny_module()
     real = estimate_training(module, 4, 100, "32-true", repeats=2)  # the real timing runs
     assert real.seconds > 0 and "ms/step at batch 4" in real.detail
     # The arithmetic, with the clock taken out: 0.2 s a step, 0.05 s a query.
-    monkeypatch.setattr(budget, "time_calls", lambda fn, repeats, warmup=1: np.full(repeats, 0.2))
+    monkeypatch.setattr(timing, "time_calls", lambda fn, repeats, warmup=1: np.full(repeats, 0.2))
     assert estimate_training(module, 4, 1000, "32-true").seconds == pytest.approx(TRAINER_OVERHEAD * 200)
     monkeypatch.setattr(budget, "time_calls", lambda fn, repeats, warmup=1: np.full(repeats, 0.05))
     env = InstantEnv()
