@@ -31,20 +31,27 @@ class InsertionTask(BimanualTask):
         socket = rng.uniform((SOCKET_X_RANGE[0], Y_RANGE[0], OBJECT_Z), (SOCKET_X_RANGE[1], Y_RANGE[1], OBJECT_Z))
         return np.concatenate([peg, quat, socket, quat])
 
+    def contact_flags(self, touching) -> dict[str, bool]:
+        return {
+            "left_touches_socket": any(touching(g, LEFT_FINGER) for g in SOCKET_GEOMS),
+            "right_touches_peg": touching("red_peg", RIGHT_FINGER),
+            "peg_on_table": touching("red_peg", "table"),
+            "socket_on_table": any(touching(g, "table") for g in SOCKET_GEOMS),
+            "peg_touches_socket": any(touching("red_peg", g) for g in SOCKET_GEOMS),
+            "peg_touches_pin": touching("red_peg", "pin"),
+        }
+
     def reward_from_contacts(self, touching) -> int:
-        touch_left = any(touching(g, LEFT_FINGER) for g in SOCKET_GEOMS)
-        touch_right = touching("red_peg", RIGHT_FINGER)
-        peg_on_table = touching("red_peg", "table")
-        socket_on_table = any(touching(g, "table") for g in SOCKET_GEOMS)
-        in_air = not peg_on_table and not socket_on_table
-        peg_touches_socket = any(touching("red_peg", g) for g in SOCKET_GEOMS)
+        flags = self.contact_flags(touching)
+        grasped = flags["left_touches_socket"] and flags["right_touches_peg"]
+        in_air = not flags["peg_on_table"] and not flags["socket_on_table"]
         reward = 0
-        if touch_left and touch_right:
+        if grasped:
             reward = 1
-        if touch_left and touch_right and in_air:
+        if grasped and in_air:
             reward = 2
-        if peg_touches_socket and in_air:
+        if flags["peg_touches_socket"] and in_air:
             reward = 3
-        if touching("red_peg", "pin"):
+        if flags["peg_touches_pin"]:
             reward = MAX_REWARD
         return reward

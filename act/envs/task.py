@@ -96,6 +96,11 @@ class BimanualTask(base.Task):
         """Draw the objects' free-joint poses, concatenated [x, y, z, qw, qx, qy, qz] * n."""
         raise NotImplementedError
 
+    def contact_flags(self, touching) -> dict[str, bool]:
+        """The contacts the reward is scored from, by name (``right_touches_peg``, ``cube_on_table``, ...), given
+        ``touching(geom_a, geom_b) -> bool`` over the current contacts."""
+        raise NotImplementedError
+
     def reward_from_contacts(self, touching) -> int:
         """Stage reward 0..4 given ``touching(geom_a, geom_b) -> bool`` over the current contacts."""
         raise NotImplementedError
@@ -228,7 +233,8 @@ class BimanualTask(base.Task):
         return obs
 
     # -- reward ---------------------------------------------------------------------------
-    def get_reward(self, physics) -> int:
+    def _touching(self, physics):
+        """``touching(geom_a, geom_b) -> bool`` over the physics' current contacts."""
         if not self._geom_ids:
             model = physics.model
             self._geom_ids = {model.id2name(i, "geom"): i for i in range(model.ngeom)}
@@ -240,7 +246,26 @@ class BimanualTask(base.Task):
         def touching(geom_a: str, geom_b: str) -> bool:
             return (ids[geom_a], ids[geom_b]) in contacts
 
-        return self.reward_from_contacts(touching)
+        return touching
+
+    def get_reward(self, physics) -> int:
+        return self.reward_from_contacts(self._touching(physics))
+
+    def snapshot(self, physics) -> dict:
+        """Where things are now, for telling how an episode ended: the contact flags, each object's position
+        (m, the table frame) and each gripper's (its ``gripper_link``)."""
+        poses = self.get_env_state(physics).reshape(len(self.object_joints), 7)
+        return {
+            "flags": self.contact_flags(self._touching(physics)),
+            "objects": {
+                joint.rsplit("_joint", 1)[0]: poses[i, :3].round(4).tolist()
+                for i, joint in enumerate(self.object_joints)
+            },
+            "grippers": {
+                side: physics.named.data.xpos[f"vx300s_{side}/gripper_link"].round(4).tolist()
+                for side in ("left", "right")
+            },
+        }
 
     def close(self) -> None:
         self._camera_cache.clear()
@@ -278,6 +303,10 @@ class AlohaEnv(control.Environment):
                     f"{vis.offheight}x{vis.offwidth}"
                 )
         return self.task.render(self.physics, camera, size)
+
+    def snapshot(self) -> dict:
+        """``BimanualTask.snapshot`` of the current state: contacts, objects' and grippers' positions."""
+        return self.task.snapshot(self.physics)
 
     def close(self) -> None:
         self.task.close()

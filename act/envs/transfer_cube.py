@@ -25,17 +25,22 @@ class TransferCubeTask(BimanualTask):
         low, high = (CUBE_X_RANGE[0], CUBE_Y_RANGE[0], CUBE_Z), (CUBE_X_RANGE[1], CUBE_Y_RANGE[1], CUBE_Z)
         return np.concatenate([rng.uniform(low, high), [1.0, 0.0, 0.0, 0.0]])
 
+    def contact_flags(self, touching) -> dict[str, bool]:
+        return {
+            "left_touches_cube": touching("red_box", LEFT_FINGER),
+            "right_touches_cube": touching("red_box", RIGHT_FINGER),
+            "cube_on_table": touching("red_box", "table"),
+        }
+
     def reward_from_contacts(self, touching) -> int:
-        touch_left = touching("red_box", LEFT_FINGER)
-        touch_right = touching("red_box", RIGHT_FINGER)
-        on_table = touching("red_box", "table")
+        flags = self.contact_flags(touching)
         reward = 0
-        if touch_right:
+        if flags["right_touches_cube"]:
             reward = 1
-        if touch_right and not on_table:
+        if flags["right_touches_cube"] and not flags["cube_on_table"]:
             reward = 2
-        if touch_left:
+        if flags["left_touches_cube"]:
             reward = 3
-        if touch_left and not on_table:
+        if flags["left_touches_cube"] and not flags["cube_on_table"]:
             reward = MAX_REWARD
         return reward

@@ -109,6 +109,10 @@ def summary_line(metrics: dict) -> str:
             f" | simulated latency {metrics['latency_ms']:.0f} ms: {held['share']:.0%} of ticks held, "
             f"jerk {metrics['mean_action_jerk'] or 0:.4f}, switch jump {jump or 0:.4f}"
         )
+    classes = (metrics.get("failure_anatomy") or {}).get("classes")
+    if classes:  # how the failures failed (act.eval.anatomy), the commonest first
+        ranked = sorted(classes.items(), key=lambda item: -item[1]["episodes"])
+        line += " | failures: " + ", ".join(f"{name} {entry['episodes']}" for name, entry in ranked)
     return line
 
 

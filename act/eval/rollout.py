@@ -21,6 +21,7 @@ from act.common.metrics import summarize
 from act.common.pool import worker_pool
 from act.common.video import overlay_text, write_mp4
 from act.envs.constants import DT, FPS, MAX_REWARD
+from act.eval.anatomy import failure_anatomy
 from act.eval.backends import make_eval_env
 from act.eval.protocol import BatchPolicy, OneEpisode, Policy
 
@@ -43,6 +44,8 @@ class EpisodeResult:
     step_change: float | None = None  # mean ||a_t - a_{t-1}|| of the commands
     switch_jumps: list[float] = field(default_factory=list)  # ||a_t - a_{t-1}|| where a new chunk took over
     longest_stall: int = 0  # the longest run of ticks, before the task was done, whose command moved < STALL_CHANGE
+    stage_ticks: dict[int, int] = field(default_factory=dict)  # reward stage -> the first tick it was reached
+    final: dict | None = None  # the env's snapshot at the last tick (contacts, object and gripper positions)
 
 
 def longest_stall(commands: np.ndarray, threshold: float = STALL_CHANGE) -> int:
@@ -85,6 +88,8 @@ class _Running:
     jumps: list[float] = field(default_factory=list)  # ||a_t - a_{t-1}|| where a new chunk took over
     held: int = 0  # ticks without a fresh planned action
     max_reward: int = 0
+    stage_ticks: dict[int, int] = field(default_factory=dict)
+    final: dict | None = None
 
     def done_tick(self) -> int:
         """Ticks until the task was done (the first tick at the last reward stage), else all: a policy that
@@ -114,6 +119,8 @@ class _Running:
             step_change=change,
             switch_jumps=self.jumps,
             longest_stall=longest_stall(np.array(self.commands[: self.done_tick()])),
+            stage_ticks=dict(self.stage_ticks),
+            final=self.final,
         )
 
 
@@ -180,6 +187,8 @@ def run_episodes(
             e.timestep = e.env.step(actions[i])
             reward = int(e.timestep.reward or 0)
             e.rewards.append(reward)
+            for stage in range(e.max_reward + 1, reward + 1):  # stages passed for the first time (some at once)
+                e.stage_ticks[stage] = t + 1
             e.max_reward = max(e.max_reward, reward)
             if e.video_path is not None:
                 frame = e.env.render(video_camera, video_size)
@@ -188,6 +197,7 @@ def run_episodes(
                 )
             if e.timestep.last():
                 e.live = False
+                e.final = e.env.snapshot() if hasattr(e.env, "snapshot") else None  # how it ended, for anatomy
         if not any(e.live for e in episodes):
             break
     return [e.result() for e in episodes]
@@ -271,7 +281,9 @@ def evaluate(spec: EvalSpec, progress: Callable[[EpisodeResult, list[EpisodeResu
                 results.append(result)
                 if progress is not None:
                     progress(result, results)
-    return episode_metrics(results, time.perf_counter() - start)
+    metrics = episode_metrics(results, time.perf_counter() - start)
+    metrics["failure_anatomy"] = failure_anatomy(spec.task, metrics["episodes"])
+    return metrics
 
 
 def episode_metrics(results: list[EpisodeResult], wall_time_s: float) -> dict:

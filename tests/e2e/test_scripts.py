@@ -115,6 +115,12 @@ def test_eval_script_end_to_end(run_script, tiny_checkpoint, tmp_path):
     ):
         assert key in metrics
     assert metrics["task"] == "transfer_cube" and metrics["num_episodes"] == 2
+    # how each episode ended, and the failures sorted by how they failed (act/eval/anatomy.py)
+    final = metrics["episodes"][0]["final"]
+    assert set(final["flags"]) == {"left_touches_cube", "right_touches_cube", "cube_on_table"}
+    assert set(final["grippers"]) == {"left", "right"} and len(final["objects"]["red_box"]) == 3
+    anatomy = metrics["failure_anatomy"]
+    assert anatomy["failures"] == 2 - metrics["successes"] == sum(c["episodes"] for c in anatomy["classes"].values())
     assert [e["seed"] for e in metrics["episodes"]] == [100000, 100001]
     assert metrics["latency_ms_per_query"]["queries"] == 100  # ensembling: a query every step
     assert 0.0 <= metrics["success_rate_ci95"][0] <= metrics["success_rate"] <= metrics["success_rate_ci95"][1]
