@@ -206,7 +206,7 @@ def tiny_checkpoint(demos, tmp_path_factory):
     """A checkpoint of a tiny ACT trained for a few steps on ``demos``."""
     from helpers import make_cfg
 
-    from act.apps.train import train
+    from act.apps.adapters.training import train
 
     out = built_once(tmp_path_factory, "tiny_run", lambda folder: train(make_cfg(demos, folder, "trainer.max_steps=3")))
     return out / "checkpoints" / "last.ckpt"
@@ -217,7 +217,7 @@ def six_step_run(demos, tmp_path_factory):
     """The run folder of the same tiny ACT trained straight to step 6: what a resumed run must equal."""
     from helpers import make_cfg
 
-    from act.apps.train import train
+    from act.apps.adapters.training import train
 
     return built_once(
         tmp_path_factory, "six_step_run", lambda folder: train(make_cfg(demos, folder, "trainer.max_steps=6"))

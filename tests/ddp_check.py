@@ -20,7 +20,7 @@ import lightning as L
 import torch
 from hydra import compose, initialize_config_dir
 
-from act.apps.train import train
+from act.apps.adapters.training import train
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

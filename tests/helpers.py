@@ -9,7 +9,7 @@ import lightning as L
 import torch
 from hydra import compose, initialize_config_dir
 
-from act.apps.evaluate import build_spec, evaluate_and_save
+from act.apps.adapters.evaluation import build_spec, evaluate_and_save
 from act.eval.harness import summary_line
 from act.model import ACT, ACTConfig
 

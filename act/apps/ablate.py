@@ -23,8 +23,8 @@ import json
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from act.apps.demo import explicit_overrides
-from act.apps.evaluate import build_spec, evaluate_and_save
+from act.apps.adapters.evaluation import build_spec, eval_config, evaluate_and_save
+from act.apps.adapters.overrides import explicit_overrides
 from act.apps.hydra_errors import hydra_error_line
 from act.common.errors import InputError
 from act.common.io import atomic_path, write_json
@@ -83,30 +83,24 @@ def compose_run(config_name: str, run: Run) -> DictConfig:
         raise InputError(f"{run.line}/{run.variant}: {line}") from None
 
 
-def check_eval_keys(s: AblationSettings, eval_cfg: DictConfig) -> None:
-    """Every key of ``ablation.eval`` is an eval.py setting."""
-    unknown = sorted(set(s.eval) - set(eval_cfg))
-    if unknown:
-        raise InputError(f"ablation.eval.{unknown[0]} is not an eval.py setting (configs/eval.yaml); remove it")
-
-
-def eval_config(s: AblationSettings, run: Run) -> DictConfig:
+def run_eval_config(s: AblationSettings, run: Run) -> DictConfig:
     """eval.py's config of an evaluation-only run: the run's overrides, then ``ablation.eval``."""
-    cfg = compose_run("eval", run)
-    check_eval_keys(s, cfg)
-    return OmegaConf.merge(
-        cfg, s.eval, {"ckpt_path": str(run.checkpoint), "out_dir": str(run.folder), "logger": {"wandb": False}}
+    compose_run("eval", run)  # a mistyped override is one line naming the run
+    return eval_config(
+        [s.eval, {"ckpt_path": str(run.checkpoint), "out_dir": str(run.folder), "logger": {"wandb": False}}],
+        overrides=list(run.overrides),
+        checked=("ablation.eval", s.eval),
     )
 
 
 def check_runs(s: AblationSettings, runs: list[Run]) -> None:
     """Before anything runs: every run's overrides compose, and no folder holds a run made with others."""
     if not s.evaluation_only:
-        check_eval_keys(s, hydra.compose(config_name="eval"))  # demo.py would refuse them only when its run starts
+        eval_config([], checked=("ablation.eval", s.eval))  # demo.py would refuse them only when its run starts
     composed = set()
     for run in runs:
         if run.overrides not in composed and s.evaluation_only:
-            eval_config(s, run)
+            run_eval_config(s, run)
         elif run.overrides not in composed:
             compose_run("demo", run)
         composed.add(run.overrides)
@@ -132,7 +126,7 @@ def train_run(run: Run) -> dict:
 
 def evaluate_run(s: AblationSettings, run: Run) -> dict:
     """The run's metrics: read back if measured for this checkpoint and these settings, else evaluated here."""
-    cfg = eval_config(s, run)
+    cfg = run_eval_config(s, run)
     spec, described = build_spec(cfg)
     described.update(ckpt_step=checkpoint_step(run.checkpoint))  # a checkpoint trained further is evaluated again
     metrics = previous_metrics(run.folder / "metrics.json", spec, described)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from act.apps.train import policy_module
+from act.apps.adapters.training import policy_module
 from act.bench.eval import measure_harness, measure_policy
 from act.common.io import write_json
 from act.runtime.execution import ExecutionConfig

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from act.apps.train import policy_module
+from act.apps.adapters.training import policy_module
 from act.bench.train import TrainBench, choose_variants, machine, time_inference, time_training
 from act.common.io import write_json
 from act.runtime.device import resolve_device

@@ -24,11 +24,10 @@ import re
 import time
 from pathlib import Path
 
-import hydra
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
-from act.apps.evaluate import build_spec, evaluate_and_save
-from act.apps.train import build_probe_module, check_dataset_folder, train
+from act.apps.adapters.evaluation import build_spec, eval_config, evaluate_and_save
+from act.apps.adapters.training import build_probe_module, check_dataset_folder, train
 from act.common.errors import InputError, MissingFileError
 from act.common.io import write_json
 from act.eval.harness import summary_line
@@ -36,10 +35,11 @@ from act.pipeline.ablation_table import aggregate
 from act.pipeline.seeds import last_checkpoints
 from act.runtime.device import trainer_device
 from act.runtime.precision import resolve_precision
-from act.training.budget import minutes, steps_within, time_training_step
-from act.training.marks import mark_name
+from act.training.budget import minutes, steps_within
+from act.training.marks import WallClockCheckpoints, mark_name
 from act.training.resume import checkpoint_step
 from act.training.run import ConfigError, is_rank_zero
+from act.training.timing import time_training_step
 
 TUNING_SEED = 200000  # recipe choices are scored here, never on the held-out 100000..
 
@@ -115,18 +115,12 @@ def train_with_marks(cfg: DictConfig, plan: dict) -> dict | None:
     """The marks saved (``marks.json``: each mark's minute and step, and the end): read back once training
     finished, else after training the planned steps here; None on a DDP rank other than 0."""
     ckpt_dir = Path(cfg.out_dir) / "checkpoints"
-    with open_dict(cfg):
-        cfg.trainer.max_steps = plan["max_steps"]
-        cfg.callbacks.marks = {
-            "_target_": "act.training.marks.WallClockCheckpoints",
-            "marks_min": list(cfg.curve.marks_min),
-            "dirpath": str(ckpt_dir),
-            "step_s": cfg.curve.step_s,
-        }
+    run_cfg = OmegaConf.merge(cfg, {"trainer": {"max_steps": plan["max_steps"]}})
+    marks = WallClockCheckpoints(list(cfg.curve.marks_min), str(ckpt_dir), cfg.curve.step_s)
     marks_path = ckpt_dir / "marks.json"
-    marks = json.loads(marks_path.read_text()) if marks_path.is_file() else {}
-    if marks.get("final"):
-        return marks
+    saved = json.loads(marks_path.read_text()) if marks_path.is_file() else {}
+    if saved.get("final"):
+        return saved
     print(
         f"[1/2] training {cfg.curve.name}: {plan['max_steps']} steps"
         + (f" (~{plan['train_min']:g} min at {1000 * plan['step_s']:.0f} ms/step)" if plan["train_min"] else "")
@@ -134,7 +128,7 @@ def train_with_marks(cfg: DictConfig, plan: dict) -> dict | None:
         flush=True,
     )
     start = time.perf_counter()
-    train(cfg)
+    train(run_cfg, callbacks=[marks])
     if not is_rank_zero():
         return None
     print(f"      trained in {minutes(time.perf_counter() - start)}", flush=True)
@@ -174,12 +168,13 @@ def score(cfg: DictConfig, ckpt: Path, out_dir: Path) -> dict:
     metrics_path = out_dir / "metrics.json"
     if metrics_path.is_file():
         return json.loads(metrics_path.read_text())
-    eval_cfg = hydra.compose(config_name="eval")
-    eval_cfg = OmegaConf.merge(
-        eval_cfg,
-        {"execution": cfg.execution},
-        cfg.curve.eval,
-        {"ckpt_path": str(ckpt), "out_dir": str(out_dir), "logger": {"wandb": False}},
+    eval_cfg = eval_config(
+        [
+            {"execution": cfg.execution},
+            cfg.curve.eval,
+            {"ckpt_path": str(ckpt), "out_dir": str(out_dir), "logger": {"wandb": False}},
+        ],
+        checked=("curve.eval", cfg.curve.eval),
     )
     if int(eval_cfg.seed) < TUNING_SEED:
         raise ConfigError(

@@ -14,7 +14,7 @@ and is not repeated once finished, and an evaluation already done for a checkpoi
 On a CPU the demo fits its training to the time it has: after recording it times a few training
 steps and policy queries here, and chooses ``trainer.max_steps`` so that the whole run, since
 ``make demo`` started, ends within ``demo.budget_min`` (or trains ``demo.train_min`` minutes),
-between ``demo.steps_floor`` and ``demo.steps_ceiling`` (act/pipeline/demo_budget.py). The choice is
+between ``demo.steps_floor`` and ``demo.steps_ceiling`` (act/training/budget.py). The choice is
 kept in ``<demo.dir>/plan.json`` so that a rerun resumes the same schedule; an explicit
 ``trainer.max_steps=`` always wins.
 """
@@ -27,12 +27,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import hydra
-from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
-from act.apps.evaluate import build_spec, evaluate_and_save
-from act.apps.record import expert_named
-from act.apps.train import build_probe_module, train
+from act.apps.adapters.evaluation import build_spec, eval_config, evaluate_and_save
+from act.apps.adapters.experts import expert_named
+from act.apps.adapters.overrides import explicit_overrides, recipe_changes_of_this_run
+from act.apps.adapters.training import build_probe_module, train
 from act.common.checks import check_setting
 from act.common.io import write_json
 from act.common.video import filmstrip
@@ -40,31 +40,26 @@ from act.data.record import RecordResult, RecordSettings, rate_note, record_with
 from act.envs import make_env
 from act.envs.constants import EPISODE_LEN
 from act.eval.harness import previous_metrics, summary_line
-from act.pipeline.demo_budget import (
-    END_MARGIN_S,
-    StageTimes,
-    expected_success,
-    fit_to_budget,
-    fitted_plan,
-    override_key,
-    pace_line,
-    recipe_changes,
-    seconds_since_start,
-    training_pace,
-)
 from act.pipeline.plot import plot_run
+from act.pipeline.stage_times import StageTimes
 from act.runtime.execution import ExecutionConfig
 from act.runtime.precision import device_type_of, resolve_precision
 from act.training.budget import (
+    END_MARGIN_S,
     StageEstimate,
     estimate_evaluation,
     estimate_training,
+    expected_success,
+    fit_to_budget,
+    fitted_plan,
     minutes,
-    time_training_step,
-    time_training_steps,
+    pace_line,
+    seconds_since_start,
+    training_pace,
 )
 from act.training.resume import checkpoint_step, resume_checkpoint
 from act.training.run import ConfigError, is_rank_zero
+from act.training.timing import time_training_step, time_training_steps
 
 DEMO_KEYS = ("dir", "num_demos", "demo_seed", "record_workers", "checkpoint", "eval")
 
@@ -93,7 +88,7 @@ class Trained:
     step: int  # of last.ckpt
     ckpt: Path  # the checkpoint evaluated: last.ckpt or the newest best-*.ckpt (demo.checkpoint)
     ckpt_step: int
-    pace: dict | None = None  # the steps trained in this run against the bare step (demo_budget.training_pace)
+    pace: dict | None = None  # the steps trained in this run against the bare step (budget.training_pace)
 
 
 def check_demo_settings(cfg: DictConfig) -> DictConfig:
@@ -124,15 +119,13 @@ def evaluation_config(cfg: DictConfig, demo: DictConfig, out_dir: Path) -> DictC
     """configs/eval.yaml with the run's ``execution`` and ``demo.eval`` applied, checked: every key
     is an eval.py setting, and the evaluation seeds are disjoint from every demo seed. The
     checkpoint (``ckpt_path``) is filled in after training."""
-    eval_cfg = hydra.compose(config_name="eval")
-    unknown = sorted(set(demo.eval) - set(eval_cfg))
-    if unknown:
-        raise ConfigError(f"demo.eval.{unknown[0]} is not an eval.py setting (configs/eval.yaml); remove it")
-    eval_cfg = OmegaConf.merge(
-        eval_cfg,
-        {"execution": cfg.execution},
-        demo.eval,
-        {"out_dir": str(out_dir), "logger": {"wandb": "wandb" in (cfg.get("logger") or {})}},
+    eval_cfg = eval_config(
+        [
+            {"execution": cfg.execution},
+            demo.eval,
+            {"out_dir": str(out_dir), "logger": {"wandb": "wandb" in (cfg.get("logger") or {})}},
+        ],
+        checked=("demo.eval", demo.eval),
     )
     if int(eval_cfg.num_episodes) <= 0:
         raise ConfigError(f"demo.eval.num_episodes must be positive, got {eval_cfg.num_episodes}")
@@ -145,13 +138,6 @@ def evaluation_config(cfg: DictConfig, demo: DictConfig, out_dir: Path) -> DictC
             f"{demo_hi - 1}; move demo.eval.seed (e.g. to 100000)"
         )
     return eval_cfg
-
-
-def explicit_overrides() -> list[str]:
-    """The overrides given on the command line (none outside a Hydra application)."""
-    from hydra.core.hydra_config import HydraConfig
-
-    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
 
 
 # -- 1. demonstrations --------------------------------------------------------------------------
@@ -185,17 +171,20 @@ def record_demonstrations(
 # -- 2. training --------------------------------------------------------------------------------
 def train_within_budget(cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig, times: StageTimes) -> Trained | None:
     """As many steps as the budget allows, resuming from the latest checkpoint; None on a DDP rank
-    other than 0 (which neither evaluates nor summarises)."""
+    other than 0 (which neither evaluates nor summarises). The run's config is ``cfg`` with the plan's steps,
+    memory format and checkpoint to resume from merged in; ``cfg`` itself is left as it is."""
     ckpt_dir = Path(cfg.out_dir) / "checkpoints"
     resume_from, done = resume_checkpoint([ckpt_dir])  # as scripts/train.py would choose
     plan_path = Path(demo.dir) / "plan.json"
     plan = plan_stages(cfg, demo, eval_cfg, done, plan_path)
     max_steps = int(plan["max_steps"])
-    with open_dict(cfg):
-        cfg.trainer.max_steps = max_steps  # the schedule follows it; the checkpoint's train_config records it
-        refit = fit_to_budget(plan, done, plan_path)
-        if refit:
-            cfg.callbacks.fit_to_budget = refit
+    chosen = {"trainer": {"max_steps": max_steps}}  # the schedule follows it; the checkpoint's train_config records it
+    if plan.get("channels_last") is not None and cfg.policy.get("channels_last") == "auto":
+        chosen["policy"] = {"channels_last": bool(plan["channels_last"])}
+    if done:
+        chosen["ckpt_path"] = str(resume_from)
+    run_cfg = OmegaConf.merge(cfg, chosen)
+    refit = fit_to_budget(plan, done, plan_path)
     start = time.perf_counter()
     train_metrics: dict = {}
     if done >= max_steps:
@@ -203,9 +192,7 @@ def train_within_budget(cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig,
     else:
         resume = f", resuming from step {done}" if done else ""
         print(f"[2/4] training: {max_steps} steps{resume} -> {cfg.out_dir}")
-        with open_dict(cfg):
-            cfg.ckpt_path = str(resume_from) if done else cfg.ckpt_path
-        train_metrics = train(cfg)
+        train_metrics = train(run_cfg, callbacks=[refit] if refit else [])
     if not is_rank_zero():
         return None
     elapsed = times.add("train", time.perf_counter() - start)
@@ -217,33 +204,36 @@ def train_within_budget(cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig,
 
 
 def plan_stages(cfg: DictConfig, demo: DictConfig, eval_cfg: DictConfig, done: int, plan_path: Path) -> dict:
-    """Time a few training steps, queries and sim steps here; choose ``trainer.max_steps``; print
-    what training and evaluation will take on this machine, before they run. CPU only (GPU timings
-    need their own warm-up): elsewhere the experiment's ``trainer.max_steps`` stands."""
+    """Time a few training steps, queries and sim steps here; choose ``trainer.max_steps`` (and, with
+    ``policy.channels_last=auto``, the memory format); print what training and evaluation will take on this
+    machine, before they run. CPU only (GPU timings need their own warm-up): elsewhere the experiment's
+    ``trainer.max_steps`` stands."""
     if device_type_of(cfg.trainer.get("accelerator")) != "cpu":
         return {"max_steps": int(cfg.trainer.max_steps), "why": "not a CPU run: the experiment's", "planned_s": {}}
     train_precision = resolve_precision(str(cfg.trainer.precision), "cpu").precision
     module, step_s, layout = time_memory_formats(cfg, train_precision, plan_path)
     evaluation = time_evaluation(cfg, eval_cfg, module)
     plan = choose_steps(cfg, demo, step_s, evaluation.seconds, plan_path)
-    if layout and "channels_last" not in plan and "train_s" in plan:  # a plan fitted here: keep the choice too
-        plan["channels_last"] = bool(cfg.policy.channels_last)
+    if layout is not None and "channels_last" not in plan and "train_s" in plan:  # fitted here: keep the choice
+        plan["channels_last"] = layout[0]
         write_json(plan_path, {k: v for k, v in plan.items() if k != "planned_s"})
+    elif layout is not None:
+        plan.setdefault("channels_last", layout[0])
     steps_left = max(0, plan["max_steps"] - done)
     estimates = (
         [estimate_training(module, int(cfg.data.batch_size), steps_left, train_precision, step_s=step_s), evaluation]
         if steps_left
         else [evaluation]
     )
-    print_plan(demo, plan, layout, estimates, recipe_changes_of_this_run(cfg))
+    print_plan(demo, plan, layout[1] if layout else None, estimates, recipe_changes_of_this_run(cfg))
     return {**plan, "planned_s": {e.stage: e.seconds for e in estimates}, "bare_step_s": step_s}
 
 
 def time_memory_formats(cfg: DictConfig, precision: str, plan_path: Path):
     """The probe module and its step time; with ``policy.channels_last=auto``, both memory formats timed
-    here, interleaved, and the faster one set in ``cfg`` (a plan kept from an earlier start keeps its
-    choice). Which is faster depends on the CPU and the precision (docs/results.md: a wash in bf16 on a
-    Zen 5, contiguous 4-8% faster in fp32). Returns (module, seconds per step, the choice's line or None)."""
+    here, interleaved, and the faster one chosen (a plan kept from an earlier start keeps its choice). Which is
+    faster depends on the CPU and the precision (docs/results/quickstart.md: a wash in bf16 on a Zen 5,
+    contiguous 4-8% faster in fp32). Returns (module, seconds per step, (the choice, its line) or None)."""
     kept = json.loads(plan_path.read_text()).get("channels_last") if plan_path.is_file() else None
     if cfg.policy.get("channels_last") != "auto":
         module = build_probe_module(cfg)
@@ -252,10 +242,8 @@ def time_memory_formats(cfg: DictConfig, precision: str, plan_path: Path):
     modules = {cl: build_probe_module(cfg, channels_last=cl) for cl in layouts}
     times = time_training_steps(modules, int(cfg.data.batch_size), precision)
     chosen = min(times, key=times.get)
-    with open_dict(cfg):
-        cfg.policy.channels_last = chosen
     timed = ", ".join(f"{'channels-last' if cl else 'contiguous'} {1000 * t:.0f} ms" for cl, t in times.items())
-    return modules[chosen], times[chosen], f"policy.channels_last={chosen} ({timed})"
+    return modules[chosen], times[chosen], (chosen, f"policy.channels_last={chosen} ({timed})")
 
 
 def time_evaluation(cfg: DictConfig, eval_cfg: DictConfig, module) -> StageEstimate:
@@ -310,33 +298,6 @@ def choose_steps(cfg: DictConfig, demo: DictConfig, step_s: float, eval_s: float
     return plan
 
 
-_ABSENT = object()
-
-
-def changes_in_effect(changes: list[str], run: DictConfig, without: DictConfig) -> list[str]:
-    """Those of ``changes`` (``recipe_changes``) whose key holds a different value in ``run``, the
-    composed config, than in ``without``, the same config composed without them: `make demo
-    ARGS="data.batch_size=16"` where the experiment trains batch 16 already changes nothing."""
-
-    def value(cfg: DictConfig, key: str):
-        found = OmegaConf.select(cfg, key, default=_ABSENT, throw_on_resolution_failure=False)
-        return OmegaConf.to_container(found) if isinstance(found, DictConfig | ListConfig) else found
-
-    return [o for o in changes if value(run, override_key(o)) != value(without, override_key(o))]
-
-
-def recipe_changes_of_this_run(cfg: DictConfig) -> list[str]:
-    """The command-line overrides that change this run's recipe from the experiment's, which its
-    learning curve (``demo.expected``) was measured on: an override that sets a recipe key to the value
-    the experiment gives it already is no change."""
-    given = explicit_overrides()
-    changes = recipe_changes(given)
-    if not changes:
-        return []
-    rest = [o for o in given if o not in changes]
-    return changes_in_effect(changes, cfg, hydra.compose(config_name="demo", overrides=rest))  # scripts/demo.py's
-
-
 def print_plan(
     demo: DictConfig, plan: dict, layout: str | None, estimates: list[StageEstimate], changes: list[str]
 ) -> None:
@@ -380,7 +341,7 @@ def checkpoint_to_evaluate(ckpt_dir: Path, which: str, last_step: int) -> tuple[
 def evaluate_checkpoint(eval_cfg: DictConfig, trained: Trained, eval_dir: Path, times: StageTimes) -> dict:
     """Closed loop on seeds disjoint from the demos, into ``eval_dir``; an evaluation already done for
     this checkpoint is read back instead."""
-    eval_cfg.ckpt_path = str(trained.ckpt)
+    eval_cfg = OmegaConf.merge(eval_cfg, {"ckpt_path": str(trained.ckpt)})
     spec, described = build_spec(eval_cfg)
     described.update(ckpt_step=trained.ckpt_step)
     metrics_path = eval_dir / "metrics.json"

@@ -3,7 +3,7 @@
 
     python scripts/latency_table.py ckpt_path=outputs/demo/train/checkpoints/last.ckpt
 
-Every (mode, latency) cell of configs/latency_table.yaml is eval.py's evaluation (act/apps/evaluate.py) in
+Every (mode, latency) cell of configs/latency_table.yaml is eval.py's evaluation (act/apps/adapters/evaluation.py) in
 simulated time, on the same held-out seeds, written to ``<out_dir>/<mode>_<latency>ms/metrics.json``; then
 ``table.md`` and ``table.json`` (act/eval/latency_table.py). Resumable: a cell whose metrics exist is not
 run again.
@@ -14,10 +14,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from act.apps.evaluate import build_spec
+from act.apps.adapters.evaluation import build_spec, eval_config
 from act.common.errors import InputError
 from act.common.io import atomic_path, write_json
 from act.eval.harness import evaluate_with_bar
@@ -76,7 +75,7 @@ def cell_config(cfg: DictConfig, mode: str, latency_ms: float, out: Path) -> Dic
         "logger": {"wandb": False},
         "execution": cfg.execution,
     }
-    return OmegaConf.merge(hydra.compose(config_name="eval"), cell, {"execution": cfg.modes[mode]})
+    return eval_config([cell, {"execution": cfg.modes[mode]}])
 
 
 def cell_metrics(cfg: DictConfig, mode: str, latency_ms: float, cell_dir: Path) -> dict:

@@ -17,7 +17,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from act.apps.evaluate import checkpoint_path
+from act.apps.adapters.evaluation import checkpoint_path
 from act.common.checks import check_setting, is_integer
 from act.common.errors import InputError, MissingFileError
 from act.common.io import atomic_path, write_json

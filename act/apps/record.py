@@ -14,15 +14,12 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.errors import InstantiationException
 from omegaconf import DictConfig, OmegaConf
 
-from act.common.checks import check_setting
+from act.apps.adapters.experts import expert_from_cfg
 from act.common.errors import InputError
 from act.common.io import unwritable_reason, write_json
 from act.data.record import RecordResult, RecordSettings, rate_note, record_with_bar, recording_summary
-from act.envs.experts import ScriptedSettings
-from act.envs.human_like import HumanLikeSettings
 
 # The keys of configs/record_demos.yaml that are ``RecordSettings`` fields as they are (task, out_dir and
 # expert need reading first).
@@ -64,26 +61,6 @@ def settings_from_cfg(cfg: DictConfig) -> RecordSettings:
         expert=expert_from_cfg(cfg.expert),
         **plain,
     )
-
-
-def expert_from_cfg(node: DictConfig) -> ScriptedSettings | HumanLikeSettings:
-    """The expert settings a config node describes (configs/expert/<name>.yaml: ``_target_`` and its fields),
-    checked (``InputError`` naming the setting otherwise)."""
-    try:
-        return hydra.utils.instantiate(node, _convert_="all")
-    except InstantiationException as err:
-        if isinstance(err.__cause__, InputError):
-            raise err.__cause__ from None
-        raise InputError(f"expert settings: {err.__cause__ or err}") from err
-
-
-def expert_named(name: str, key: str = "demo.expert") -> ScriptedSettings | HumanLikeSettings:
-    """The settings of configs/expert/<name>.yaml as they are, for a setting ``key`` that names the expert;
-    needs Hydra initialised (an entry point, or ``initialize_config_dir``)."""
-    from hydra.core.global_hydra import GlobalHydra
-
-    check_setting(key, name, GlobalHydra.instance().config_loader().get_group_options("expert"), " (configs/expert/)")
-    return expert_from_cfg(hydra.compose(config_name=f"expert/{name}").expert)
 
 
 def _report(settings: RecordSettings, result: RecordResult, summary: dict) -> None:

@@ -15,13 +15,15 @@ from pathlib import Path
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from act.apps.record import expert_from_cfg
+from act.apps.adapters.experts import expert_from_cfg
 from act.common.errors import InputError
 from act.common.io import write_json
 from act.common.metrics import summarize
 from act.common.video import tile, write_mp4
 from act.envs.constants import FPS, MAX_REWARD
 from act.envs.demonstration import DemonstrationRecorder
+from act.envs.experts import EXPERTS
+from act.envs.planted import mode_and_average_rewards, planted_summary
 
 
 def main(cfg: DictConfig) -> dict:
@@ -42,9 +44,22 @@ def main(cfg: DictConfig) -> dict:
     )
     wall = time.perf_counter() - start
     metrics = rollout_metrics(cfg.task.name, expert, episodes, videos, wall)
+    if cfg.get("planted_average"):
+        metrics["planted"] = planted_average(recorder, expert, seeds)
     path = write_json(out_dir / "metrics.json", metrics)
     report_rollouts(metrics, expert.name, path)
     return metrics
+
+
+def planted_average(recorder: DemonstrationRecorder, expert, seeds: range) -> dict:
+    """Each seed's two planted modes and their average, replayed (``act.envs.planted``)."""
+    if getattr(expert, "choice", None) != "planted":
+        raise InputError("planted_average=true needs expert=human_like expert.choice=planted")
+    outcomes = [
+        mode_and_average_rewards(recorder, seed) for seed in tqdm(seeds, desc="planted modes and their average")
+    ]
+    names = [mode.name for mode in EXPERTS[recorder.task].PLANTED_MODES]
+    return planted_summary(outcomes, names)
 
 
 def recorders(task: DictConfig, expert, num_videos: int) -> tuple[DemonstrationRecorder, DemonstrationRecorder | None]:
@@ -114,3 +129,10 @@ def report_rollouts(metrics: dict, expert: str, path: Path) -> None:
         f"{metrics['success_rate']:.3f} [95% CI {low:.3f}-{high:.3f}] | stages {stages} | "
         f"{metrics['episodes_per_min']:.0f} episodes/min | {path}"
     )
+    if "planted" in metrics:
+        planted = metrics["planted"]
+        modes = ", ".join(f"{name} {k}/{planted['episodes']}" for name, k in planted["mode_successes"].items())
+        print(
+            f"planted modes replayed: {modes} | their average: {planted['average_successes']}/{planted['episodes']} "
+            f"(mean max reward {planted['average_max_reward']:.2f})"
+        )

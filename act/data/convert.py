@@ -35,7 +35,8 @@ from act.common.errors import InputError
 from act.common.interrupt import stop_point, stop_points
 from act.common.io import write_json
 from act.common.lock import LOCK_NAME, folder_lock
-from act.data.episodes import LEROBOT_INFO, DatasetError, EpisodeIndex, detect_format
+from act.data.episodes import LEROBOT_INFO, EpisodeIndex, detect_format
+from act.data.errors import DatasetError
 from act.data.lerobot import format as fmt
 from act.data.lerobot import stats as lrstats
 from act.data.lerobot import video, writer
@@ -278,21 +279,7 @@ def _assemble(settings: ConvertSettings, index: EpisodeIndex, features: dict, sc
                     }
                 )
                 frames_before += length
-    # Statistics: vectors exactly over every frame; cameras from the summed histograms of the samples.
-    dataset_stats, episode_stats = {}, [dict() for _ in range(n)]
-    for key, feature in features.items():
-        if feature["dtype"] in ("video", "image"):
-            cam = key[len(fmt.IMAGE_PREFIX) :]
-            histograms = [np.asarray(r["histograms"][cam], np.int64) for r in records]
-            counts = [len(lrstats.sample_indices(r["length"])) for r in records]
-            for i in range(n):
-                episode_stats[i][key] = lrstats.image_stats(histograms[i], counts[i])
-            dataset_stats[key] = lrstats.image_stats(sum(histograms), sum(counts))
-        else:
-            per_episode = [_values(t, key) for t in tables]
-            for i in range(n):
-                episode_stats[i][key] = lrstats.vector_stats(per_episode[i])
-            dataset_stats[key] = lrstats.vector_stats(np.concatenate(per_episode))
+    dataset_stats, episode_stats = _statistics(features, records, tables)
     for i, row in enumerate(rows):
         row.update(
             {
@@ -318,6 +305,27 @@ def _assemble(settings: ConvertSettings, index: EpisodeIndex, features: dict, sc
         data_files=settings.data_file_mb,
         video_files=settings.video_file_mb,
     )
+
+
+def _statistics(features: dict, records: list[dict], tables: list[pa.Table]) -> tuple[dict, list[dict]]:
+    """(the dataset's statistics, each episode's) per feature: vectors exactly over every frame; cameras from the
+    summed histograms of the frames each episode sampled (its record in ``.convert/``)."""
+    n = len(records)
+    dataset_stats, episode_stats = {}, [dict() for _ in range(n)]
+    for key, feature in features.items():
+        if feature["dtype"] in ("video", "image"):
+            cam = key[len(fmt.IMAGE_PREFIX) :]
+            histograms = [np.asarray(r["histograms"][cam], np.int64) for r in records]
+            counts = [len(lrstats.sample_indices(r["length"])) for r in records]
+            for i in range(n):
+                episode_stats[i][key] = lrstats.image_stats(histograms[i], counts[i])
+            dataset_stats[key] = lrstats.image_stats(sum(histograms), sum(counts))
+        else:
+            per_episode = [_values(t, key) for t in tables]
+            for i in range(n):
+                episode_stats[i][key] = lrstats.vector_stats(per_episode[i])
+            dataset_stats[key] = lrstats.vector_stats(np.concatenate(per_episode))
+    return dataset_stats, episode_stats
 
 
 def _values(table: pa.Table, key: str) -> np.ndarray:

@@ -9,15 +9,11 @@ from typing import Sequence
 import numpy as np
 
 from act.common.checks import check_setting
-from act.common.errors import InputError
+from act.data.errors import DatasetError
 from act.data.schema import EpisodeInfo, list_episode_files
 
 FORMATS = ("auto", "act_hdf5", "lerobot")
 LEROBOT_INFO = Path("meta") / "info.json"  # the file that marks a LeRobot folder (lerobot/format.py)
-
-
-class DatasetError(InputError):
-    """A dataset folder that cannot be used as a whole (missing, empty, inconsistent)."""
 
 
 def detect_format(folder: Path | str, format: str = "auto") -> str:

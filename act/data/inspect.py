@@ -9,7 +9,8 @@ import numpy as np
 
 from act.common.aloha import JOINT_NAMES
 from act.common.video import tile, write_mp4
-from act.data.episodes import DatasetError, EpisodeIndex, detect_format
+from act.data.episodes import EpisodeIndex, detect_format
+from act.data.errors import DatasetError
 from act.data.schema import EpisodeFormatError, list_episode_files, read_episode_info, read_frame, read_low_dim
 from act.data.values import value_problems
 

@@ -163,6 +163,13 @@ def scan_existing(settings: RecordSettings) -> dict[int, int]:
                 f"{settings.render_quality!r}; use another out_dir or render_quality={quality}"
             )
         expert = info.attrs.get("expert")
+        stored = json.loads(info.attrs.get("expert_settings") or "{}").get("choice", "meeting")
+        asked = getattr(settings.expert, "choice", None)
+        if expert == settings.expert.name == "human_like" and stored != asked:
+            raise InputError(
+                f"{folder} holds human-like demonstrations with expert.choice={stored} (e.g. {path.name}), "
+                f"not {asked}; record into another out_dir"
+            )
         if expert is not None and expert != settings.expert.name:
             raise InputError(
                 f"{folder} holds demonstrations of the {expert} expert (e.g. {path.name}), not the "
@@ -226,6 +233,8 @@ def _record_seed(seed: int) -> dict:
             "expert_choices": json.dumps(episode.expert_choices),
             "compression": s.compression,
         }
+        if "mode_name" in episode.expert_choices:  # the planted choice's coin (act/envs/human_like.py)
+            attrs["planted_mode"] = episode.expert_choices["mode_name"]
         write_episode(
             pending,
             qpos=episode.qpos,

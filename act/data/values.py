@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from act.common.aloha import JOINT_LOWER, JOINT_UPPER, STATE_DIM, joint_name
-from act.data.episodes import DatasetError, EpisodeIndex
+from act.data.episodes import EpisodeIndex
+from act.data.errors import DatasetError
 
 TURN = 2 * math.pi  # rad: how far past its range a joint reading is still taken as a joint reading
 MIN_SLACK = 1e-3  # room around stored statistics of a dimension that never moved (a gripper held closed)

@@ -76,17 +76,21 @@ class DemonstrationRecorder:
         self.episode_len = self.joint_env.episode_len
 
     def expert_joint_trajectory(
-        self, seed: int, object_poses: np.ndarray | None = None
+        self, seed: int, object_poses: np.ndarray | None = None, planted_mode: int | None = None
     ) -> tuple[np.ndarray, np.ndarray, int]:
         """Pass 1: (joint targets (T, 14), object poses at t = 0, max ee reward) for ``seed``.
 
         ``object_poses`` (an ``env_state``) replaces the poses the seed would draw. The expert's draws are
-        seeded by ``seed`` too, and kept in ``expert_choices``.
+        seeded by ``seed`` too, and kept in ``expert_choices``; ``planted_mode`` overrides the planted
+        choice's coin (``HumanLikeExpert.reset``).
         """
         expert = make_expert(self.task, self.expert, seed=seed)
         ts = self.ee_env.reset(seed=seed, object_poses=object_poses)
         object_poses = ts.observation["env_state"].copy()
-        expert.reset(ts.observation)
+        if planted_mode is None:
+            expert.reset(ts.observation)
+        else:
+            expert.reset(ts.observation, planted_mode=planted_mode)
         targets = np.empty((self.episode_len, 14))
         max_reward = 0
         for t in range(self.episode_len):

@@ -109,6 +109,16 @@ def jitter(left: list[Waypoint], right: list[Waypoint], noise: float, rng: np.ra
         wp.xyz = wp.xyz + offset
 
 
+@dataclass(frozen=True)
+class PlantedMode:
+    """One of the two ways to finish a task that the planted choice picks between (issue 52): where the hands
+    meet (x y z, m) and the left gripper's roll there (degrees about x; the transfer cube's hand-over)."""
+
+    name: str
+    meet: tuple[float, float, float]
+    left_roll: float = 0.0
+
+
 class ScriptedExpert:
     """Base class: plan on ``reset(observation)``, then ``action(t)`` for t = 0, 1, ...
 
@@ -121,6 +131,10 @@ class ScriptedExpert:
     # Where the two hands meet (the hand-over, the insertion), x y z in metres: the scripted
     # expert's first; the human-like expert draws one of the first ``meeting_points`` per episode.
     MEETING_POINTS: tuple[tuple[float, float, float], ...] = ()
+    # The planted choice (``plan_planted``): its two modes, and the plan time of the decision, where both arms
+    # stand in poses that do not depend on the mode.
+    PLANTED_MODES: tuple[PlantedMode, PlantedMode] = ()
+    DECISION_T: int = 0
 
     def __init__(self, noise: float = 0.0, seed: int | None = None):
         if noise < 0:
@@ -143,6 +157,19 @@ class ScriptedExpert:
             observation["mocap_pose_left"],
             observation["mocap_pose_right"],
             np.array(self.MEETING_POINTS[meeting_point]),
+        )
+
+    def plan_planted(
+        self, env_state: np.ndarray, mocap_left: np.ndarray, mocap_right: np.ndarray, mode: int
+    ) -> tuple[list[Waypoint], list[Waypoint]]:
+        """(left, right) waypoints that do not depend on ``mode`` up to ``DECISION_T`` and finish the task as
+        ``PLANTED_MODES[mode]`` after it."""
+        raise NotImplementedError
+
+    def plan_planted_from(self, observation: dict, mode: int) -> tuple[list[Waypoint], list[Waypoint]]:
+        """``plan_planted`` from the ee env's first observation."""
+        return self.plan_planted(
+            observation["env_state"], observation["mocap_pose_left"], observation["mocap_pose_right"], mode
         )
 
     def reset(self, observation: dict) -> None:
@@ -200,6 +227,47 @@ class TransferCubeExpert(ScriptedExpert):
         ]
         return left, right
 
+    # High with the left gripper rolled +90 degrees, or low with it rolled -90: both close across the right
+    # gripper's fingers. Their average, roll 0 at mid height, closes along the right fingers and cannot take the
+    # cube (docs/results/ablations.md measures the average of the two modes' joint trajectories).
+    PLANTED_MODES = (PlantedMode("high", (0.0, 0.5, 0.33), 90.0), PlantedMode("low", (0.0, 0.5, 0.17), -90.0))
+    DECISION_T = 200
+
+    def plan_planted(self, env_state, mocap_left, mocap_right, mode):
+        cube = np.asarray(env_state[:3])
+        left_xyz, left_start = np.asarray(mocap_left[:3]), np.asarray(mocap_left[3:])
+        right_xyz, right_start = np.asarray(mocap_right[:3]), np.asarray(mocap_right[3:])
+        planted = self.PLANTED_MODES[mode]
+        meet = np.array(planted.meet)
+        pick_quat = quat_mul(LEVEL_QUAT, quat_from_axis_angle([0, 1, 0], -60))
+        meet_quat = quat_from_axis_angle([1, 0, 0], planted.left_roll)
+        # Until the decision both arms wait level, the cube held, at poses of no mode: the right between the
+        # two hand-overs' heights, the left 20 cm to the side.
+        wait_left, wait_right = np.array([-0.2, 0.5, 0.25]), np.array([0.1, 0.5, 0.25])
+        left = [
+            Waypoint(0, left_xyz, left_start, 0.0),
+            Waypoint(120, wait_left, LEVEL_QUAT, 1.0, "decision"),
+            Waypoint(200, wait_left, LEVEL_QUAT, 1.0, "decision"),  # the decision
+            Waypoint(250, meet + [-0.1, 0, -0.02], meet_quat, 1.0),  # approach, rolled as the mode says
+            Waypoint(290, meet + [0.02, 0, -0.02], meet_quat, 1.0, "handover"),  # move in around the cube
+            Waypoint(330, meet + [0.02, 0, -0.02], meet_quat, 0.0, "handover"),  # close the gripper
+            Waypoint(370, meet + [-0.1, 0, -0.02], meet_quat, 0.0),  # pull the cube to the left
+            Waypoint(400, meet + [-0.1, 0, -0.02], meet_quat, 0.0),  # hold
+        ]
+        right = [
+            Waypoint(0, right_xyz, right_start, 0.0),
+            Waypoint(90, cube + [0, 0, 0.08], pick_quat, 1.0),  # above the cube
+            Waypoint(130, cube + [0, 0, -0.015], pick_quat, 1.0, noisy=False),  # down around it
+            Waypoint(170, cube + [0, 0, -0.015], pick_quat, 0.0, noisy=False),  # close the gripper
+            Waypoint(200, wait_right, LEVEL_QUAT, 0.0, "decision"),  # lifted to the decision pose
+            Waypoint(240, meet, LEVEL_QUAT, 0.0, "handover"),  # present the cube where the mode meets
+            Waypoint(330, meet, LEVEL_QUAT, 0.0, "handover"),
+            Waypoint(350, meet, LEVEL_QUAT, 1.0, "handover"),  # let go once the left holds it
+            Waypoint(380, meet + [0.1, 0, 0], LEVEL_QUAT, 1.0),  # back away
+            Waypoint(400, meet + [0.1, 0, 0], LEVEL_QUAT, 1.0),  # hold
+        ]
+        return left, right
+
 
 # Distance between the peg's and the socket's centres along x. Both are 12 cm long and the
 # pin spans the socket's middle 8 cm, so the peg touches the pin below a 10 cm gap.
@@ -242,6 +310,44 @@ class InsertionExpert(ScriptedExpert):
             Waypoint(220, peg + [0, 0, -0.03], pick_right, 0.0, noisy=False),
             Waypoint(285, meet + [PRE_INSERT_GAP / 2, 0, lift_right], pick_right, 0.0, "insert"),
             Waypoint(340, meet + [INSERTED_GAP / 2, 0, lift_right], pick_right, 0.0, "insert"),
+            Waypoint(400, meet + [INSERTED_GAP / 2, 0, lift_right], pick_right, 0.0, "insert"),
+        ]
+        return left, right
+
+    # Higher and nearer the right arm, or lower and nearer the left: 16 cm apart along x and z. Their average
+    # is the scripted meeting place, but reached by averaging both arms' joints, not by planning it: the peg
+    # and the socket end misaligned (docs/results/ablations.md measures it).
+    PLANTED_MODES = (PlantedMode("high_right", (0.06, 0.5, 0.26)), PlantedMode("low_left", (-0.06, 0.5, 0.12)))
+    DECISION_T = 250
+
+    def plan_planted(self, env_state, mocap_left, mocap_right, mode):
+        peg, socket = np.asarray(env_state[:3]), np.asarray(env_state[7:10])
+        left_xyz, left_start = np.asarray(mocap_left[:3]), np.asarray(mocap_left[3:])
+        right_xyz, right_start = np.asarray(mocap_right[:3]), np.asarray(mocap_right[3:])
+        meet = np.array(self.PLANTED_MODES[mode].meet)
+        pick_right = quat_mul(LEVEL_QUAT, quat_from_axis_angle([0, 1, 0], -60))
+        pick_left = quat_mul(LEVEL_QUAT, quat_from_axis_angle([0, 1, 0], 60))
+        lift_right = 0.014  # as ``plan``: the peg's centre sits 1.3 cm below the right TCP
+        # Until the decision both arms lift their part to a pose of no mode, 30 cm apart at mid height.
+        wait = np.array([0.0, 0.5, 0.19])
+        left = [
+            Waypoint(0, left_xyz, left_start, 0.0),
+            Waypoint(120, socket + [0, 0, 0.08], pick_left, 1.0),
+            Waypoint(170, socket + [0, 0, -0.03], pick_left, 1.0, noisy=False),
+            Waypoint(220, socket + [0, 0, -0.03], pick_left, 0.0, noisy=False),
+            Waypoint(250, wait + [-0.15, 0, 0], pick_left, 0.0, "decision"),  # the decision
+            Waypoint(300, meet + [-PRE_INSERT_GAP / 2, 0, 0], pick_left, 0.0, "insert"),
+            Waypoint(350, meet + [-INSERTED_GAP / 2, 0, 0], pick_left, 0.0, "insert"),
+            Waypoint(400, meet + [-INSERTED_GAP / 2, 0, 0], pick_left, 0.0, "insert"),
+        ]
+        right = [
+            Waypoint(0, right_xyz, right_start, 0.0),
+            Waypoint(120, peg + [0, 0, 0.08], pick_right, 1.0),
+            Waypoint(170, peg + [0, 0, -0.03], pick_right, 1.0, noisy=False),
+            Waypoint(220, peg + [0, 0, -0.03], pick_right, 0.0, noisy=False),
+            Waypoint(250, wait + [0.15, 0, lift_right], pick_right, 0.0, "decision"),  # the decision
+            Waypoint(300, meet + [PRE_INSERT_GAP / 2, 0, lift_right], pick_right, 0.0, "insert"),
+            Waypoint(350, meet + [INSERTED_GAP / 2, 0, lift_right], pick_right, 0.0, "insert"),
             Waypoint(400, meet + [INSERTED_GAP / 2, 0, lift_right], pick_right, 0.0, "insert"),
         ]
         return left, right

@@ -10,6 +10,12 @@ difference. What teleoperation brings, and what this expert adds to a task's scr
   to one side (``detour``), and the hand-over or insertion at one of several places (the data's modes);
 - small tremor (``Tremor``) and corrections: an approach strays off its path near the target, then corrects.
 
+With ``choice="planted"`` (issue 52) the meeting place is not drawn at the start. The arms first bring the task
+to poses that no mode changes (the decision); there a hidden coin picks one of two ways to finish that end far
+apart (``ScriptedExpert.PLANTED_MODES``: high and rolled one way, or low and rolled the other), so no observation
+before the decision tells them apart, and the chunk a policy predicts there must commit to one. What the coin
+chose is kept with the episode (``expert_choices``' ``mode``, and the episode attribute ``planted_mode``).
+
 Everything is drawn once per episode from the expert's seed, so a seed gives the same episode.
 """
 
@@ -35,6 +41,7 @@ from act.envs.experts import (
 )
 
 MAX_MEETING_POINTS = min(len(expert.MEETING_POINTS) for expert in EXPERTS.values())
+CHOICES = ("meeting", "planted")  # how the episode's way of finishing is drawn: at the start, or hidden at the decision
 MAX_PAUSED = 150  # ticks of pauses at most per episode: the task's moves keep at least 240 of its 400 ticks
 FINISH_MARGIN = 10  # ticks: the task's last move ends this long before the nominal plan's end, however slow
 CORRECTION_TICKS = 15  # ticks from a missed approach to its target
@@ -46,6 +53,8 @@ class HumanLikeSettings:
     """The human-like expert's dials (configs/expert/human_like.yaml).
 
     Args:
+        choice: ``meeting``: one of ``meeting_points`` places drawn at the start of each episode; ``planted``:
+            one of the task's two planted modes, drawn hidden at the decision (see the module).
         meeting_points: places where the hands meet, one drawn per episode (the data's modes), 1 to 3.
         noise: half-width (m) of uniform noise on the waypoints, as the scripted expert's.
         speed: each stretch of the plan takes between 1 - speed and 1 + speed times its scripted duration.
@@ -58,6 +67,7 @@ class HumanLikeSettings:
     """
 
     name: ClassVar[str] = "human_like"
+    choice: str = "meeting"
     meeting_points: int = 2
     noise: float = 0.01
     speed: float = 0.3
@@ -69,6 +79,8 @@ class HumanLikeSettings:
     grasp_offset: float = 0.01
 
     def __post_init__(self):
+        if self.choice not in CHOICES:
+            raise InputError(f"expert.choice must be one of {', '.join(CHOICES)}, got {self.choice!r}")
         check_number("meeting_points", self.meeting_points, 1, MAX_MEETING_POINTS + 1, whole=True)
         check_number("speed", self.speed, 0, 1, unit=" (durations scale by 1 +- speed)")
         check_number("pauses", self.pauses, 0, whole=True)
@@ -212,11 +224,21 @@ class HumanLikeExpert:
         self.right: list[Waypoint] = []
         self._choices: dict = {}
 
-    def reset(self, observation: dict) -> None:
-        """Draw this episode's way of doing the task and plan it from the ee env's first observation."""
+    def reset(self, observation: dict, planted_mode: int | None = None) -> None:
+        """Draw this episode's way of doing the task and plan it from the ee env's first observation.
+        ``planted_mode`` (0 or 1, ``choice="planted"`` only) replaces the coin's outcome, every other draw
+        unchanged: the two modes of one episode, side by side (``act.envs.planted``)."""
         s, rng = self.settings, self._rng
-        meeting_point = int(rng.integers(s.meeting_points))
-        arms = list(self.task_expert.plan_from(observation, meeting_point))
+        planted = s.choice == "planted"
+        drawn = int(rng.integers(2 if planted else s.meeting_points))  # the one draw the two choices differ in
+        if planted_mode is not None:
+            if not planted or planted_mode not in (0, 1):
+                raise InputError(f"planted_mode={planted_mode!r} needs expert.choice=planted and a mode of 0 or 1")
+            drawn = int(planted_mode)
+        if planted:
+            arms = list(self.task_expert.plan_planted_from(observation, drawn))
+        else:
+            arms = list(self.task_expert.plan_from(observation, drawn))
         jitter(*arms, s.noise, rng)
         grasps, sides = rng.uniform(-s.grasp_offset, s.grasp_offset, size=2), rng.choice([-1, 1], size=2)
         for i, arm in enumerate(arms):
@@ -229,12 +251,23 @@ class HumanLikeExpert:
         self.timing = draw_timing(knots, s, rng)
         self.tremor = Tremor(s.tremor, rng)
         self._choices = {
-            "meeting_point": meeting_point,
+            **self._drawn(drawn, planted),
             "approach_sides": sides.tolist(),
             "grasp_offsets": np.round(grasps, 4).tolist(),
             "pauses": self.timing.pauses(),
             "done_at": int(round(self.timing.tick_of(knots[-2]))),
         }  # the last move's end
+
+    def _drawn(self, drawn: int, planted: bool) -> dict:
+        """The choice as kept with the episode: the meeting point's index, or the planted mode (its index and
+        name) with the tick of the decision."""
+        if not planted:
+            return {"meeting_point": drawn}
+        return {
+            "mode": drawn,
+            "mode_name": self.task_expert.PLANTED_MODES[drawn].name,
+            "decision_tick": int(round(self.timing.tick_of(self.task_expert.DECISION_T))),
+        }
 
     def action(self, t: int) -> np.ndarray:
         """(16,) ee action for control step ``t``: the plan at this tick's plan time, plus the tremor."""

@@ -251,6 +251,13 @@ class BimanualTask(base.Task):
     def get_reward(self, physics) -> int:
         return self.reward_from_contacts(self._touching(physics))
 
+    def meeting_probe(self, physics) -> tuple[float, np.ndarray]:
+        """(distance between the two grippers, the midpoint of the objects' positions): where the task's hands meet
+        is the objects' midpoint at the tick the grippers come closest (the planted modes' measure)."""
+        left, right = (physics.named.data.xpos[f"vx300s_{side}/gripper_link"] for side in ("left", "right"))
+        poses = self.get_env_state(physics).reshape(len(self.object_joints), 7)
+        return float(np.linalg.norm(left - right)), poses[:, :3].mean(axis=0)
+
     def snapshot(self, physics) -> dict:
         """Where things are now, for telling how an episode ended: the contact flags, each object's position
         (m, the table frame) and each gripper's (its ``gripper_link``)."""
@@ -307,6 +314,10 @@ class AlohaEnv(control.Environment):
     def snapshot(self) -> dict:
         """``BimanualTask.snapshot`` of the current state: contacts, objects' and grippers' positions."""
         return self.task.snapshot(self.physics)
+
+    def meeting_probe(self) -> tuple[float, np.ndarray]:
+        """``BimanualTask.meeting_probe`` now: the grippers' distance and the objects' midpoint."""
+        return self.task.meeting_probe(self.physics)
 
     def close(self) -> None:
         self.task.close()

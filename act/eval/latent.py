@@ -138,31 +138,6 @@ def offline_probe(
     return probe
 
 
-class LatentPredictor(EagerPredictor):
-    """An ``EagerPredictor`` that decodes with a chosen z (``self.latent``, (L,), the same for every row)
-    instead of z = 0: the closed-loop counterpart of ``offline_probe``'s prior draws."""
-
-    format = "eager (fixed z)"
-
-    def __init__(self, net: NormalizedACT, device: str | torch.device = "cpu", precision: str = "auto"):
-        super().__init__(net, device, precision)
-        self.latent = np.zeros(int(net.config.latent_dim), dtype=np.float32)
-
-    def actions(self, qpos: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
-        z = torch.as_tensor(self.latent, device=self.device).expand(len(qpos), -1)  # (N, L)
-        out = self.net.outputs(qpos, images, latent=z)["actions"]  # (N, k, A) normalised
-        return self.net.unnormalize_actions(out.float())
-
-
-def episode_latent(mode: str, latent_dim: int, seed: int) -> np.ndarray:
-    """The z of one closed-loop episode: zeros, or one N(0, I) draw that depends only on the episode's seed."""
-    if mode not in LATENT_MODES:
-        raise InputError(f"latent mode {mode!r} is not one of {', '.join(LATENT_MODES)}")
-    if mode == "zero":
-        return np.zeros(latent_dim, dtype=np.float32)
-    return np.random.default_rng([seed, 44]).standard_normal(latent_dim).astype(np.float32)
-
-
 def closed_loop(
     net: NormalizedACT,
     mode: str,
@@ -177,8 +152,11 @@ def closed_loop(
     """Episodes of ``seeds`` with z chosen by ``mode`` (``LATENT_MODES``), one after another in this process,
     executed as ``execution`` (``ACTPolicy``'s keyword arguments). Returns the summary of
     ``act.common.metrics.summarize`` with each episode's longest stall and their median beside it."""
-    predictor = LatentPredictor(net, device, execution.get("precision", "auto"))
-    policy = ACTPolicy(predictor, device=device, **execution)
+    if mode not in LATENT_MODES:
+        raise InputError(f"latent mode {mode!r} is not one of {', '.join(LATENT_MODES)}")
+    latent = {"zero": "zero", "prior_sample": "sample"}[mode]  # the execution setting (z drawn from each seed)
+    predictor = EagerPredictor(net, device, execution.get("precision", "auto"))
+    policy = ACTPolicy(predictor, device=device, **{**execution, "latent": latent})
     env = make_eval_env(
         "native",
         task or policy.task,
@@ -190,9 +168,7 @@ def closed_loop(
     results = []
     try:
         for seed in seeds:
-            predictor.latent = episode_latent(mode, int(net.config.latent_dim), int(seed))
-            policy.reset()
-            results.append(run_episode(env, policy, int(seed)))
+            results.append(run_episode(env, policy, int(seed)))  # resets the policy, z from the seed
             if progress is not None:
                 progress(results[-1])
     finally:

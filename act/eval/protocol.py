@@ -28,8 +28,8 @@ class BatchPolicy(Protocol):
     last_fresh: list[bool | None]  # per episode: this tick's action came from the plan (False: held)
     last_switch: list[bool]  # per episode: ... and a newly arrived chunk shaped it
 
-    def reset(self, num_envs: int = 1) -> None:
-        """Forget the previous episodes; ``num_envs`` run side by side."""
+    def reset(self, num_envs: int = 1, seeds: Sequence[int] | None = None) -> None:
+        """Forget the previous episodes; ``num_envs`` run side by side, ``seeds`` their seeds."""
 
     def select_actions(self, observations: Sequence[Mapping | None]) -> list[np.ndarray | None]:
         """The commands of the episodes (``None`` for a finished one, which gets ``None``)."""
@@ -47,7 +47,7 @@ class OneEpisode:
     def queries(self) -> int:
         return self.policy.queries
 
-    def reset(self, num_envs: int = 1) -> None:
+    def reset(self, num_envs: int = 1, seeds: Sequence[int] | None = None) -> None:
         self.policy.reset()
 
     def select_actions(self, observations: Sequence[Mapping | None]) -> list[np.ndarray | None]:

@@ -23,6 +23,7 @@ from act.common.video import overlay_text, write_mp4
 from act.envs.constants import DT, FPS, MAX_REWARD
 from act.eval.anatomy import failure_anatomy
 from act.eval.backends import make_eval_env
+from act.eval.modes import mode_coverage
 from act.eval.protocol import BatchPolicy, OneEpisode, Policy
 
 TICK_MS = 1000.0 * DT  # the 50 Hz control period
@@ -46,6 +47,7 @@ class EpisodeResult:
     longest_stall: int = 0  # the longest run of ticks, before the task was done, whose command moved < STALL_CHANGE
     stage_ticks: dict[int, int] = field(default_factory=dict)  # reward stage -> the first tick it was reached
     final: dict | None = None  # the env's snapshot at the last tick (contacts, object and gripper positions)
+    meeting: dict | None = None  # where the hands met: the objects' midpoint when the grippers came closest
 
 
 def longest_stall(commands: np.ndarray, threshold: float = STALL_CHANGE) -> int:
@@ -90,6 +92,15 @@ class _Running:
     max_reward: int = 0
     stage_ticks: dict[int, int] = field(default_factory=dict)
     final: dict | None = None
+    meeting: dict | None = None
+
+    def probe_meeting(self, tick: int) -> None:
+        """Keep the objects' midpoint at the closest approach of the grippers so far (``act.eval.modes``)."""
+        if not hasattr(self.env, "meeting_probe"):
+            return
+        gap, objects = self.env.meeting_probe()
+        if self.meeting is None or gap < self.meeting["gripper_gap_m"]:
+            self.meeting = {"gripper_gap_m": round(gap, 4), "objects": np.round(objects, 4).tolist(), "tick": tick}
 
     def done_tick(self) -> int:
         """Ticks until the task was done (the first tick at the last reward stage), else all: a policy that
@@ -121,6 +132,7 @@ class _Running:
             longest_stall=longest_stall(np.array(self.commands[: self.done_tick()])),
             stage_ticks=dict(self.stage_ticks),
             final=self.final,
+            meeting=self.meeting,
         )
 
 
@@ -162,7 +174,7 @@ def run_episodes(
         batch = OneEpisode(policy)
     else:
         raise InputError(f"{type(policy).__name__} has no select_actions: it runs one env at a time")
-    batch.reset(n)
+    batch.reset(n, seeds=list(seeds))
     episodes = [_Running(env, seed, path) for env, seed, path in zip(envs, seeds, video_paths)]
     for episode in episodes:
         episode.timestep = episode.env.reset(seed=episode.seed)
@@ -190,6 +202,7 @@ def run_episodes(
             for stage in range(e.max_reward + 1, reward + 1):  # stages passed for the first time (some at once)
                 e.stage_ticks[stage] = t + 1
             e.max_reward = max(e.max_reward, reward)
+            e.probe_meeting(t + 1)
             if e.video_path is not None:
                 frame = e.env.render(video_camera, video_size)
                 e.frames.append(
@@ -283,6 +296,7 @@ def evaluate(spec: EvalSpec, progress: Callable[[EpisodeResult, list[EpisodeResu
                     progress(result, results)
     metrics = episode_metrics(results, time.perf_counter() - start)
     metrics["failure_anatomy"] = failure_anatomy(spec.task, metrics["episodes"])
+    metrics["mode_coverage"] = mode_coverage(spec.task, metrics["episodes"])  # of the planted choice's modes
     return metrics
 
 

@@ -21,7 +21,7 @@ def aggregate(results: dict[str, dict]) -> dict:
     successes = sum(int(m["successes"]) for m in results.values())
     episodes = sum(int(m["num_episodes"]) for m in results.values())
     rates = {sample: float(m["success_rate"]) for sample, m in results.items()}
-    return {
+    pooled = {
         "success_rate": successes / episodes,
         "success_rate_ci95": list(wilson_interval(successes, episodes)),
         "successes": successes,
@@ -30,6 +30,25 @@ def aggregate(results: dict[str, dict]) -> dict:
         "max": max(rates.values()),
         "runs": rates,
     }
+    coverage = pooled_coverage(results)
+    if coverage:
+        pooled["mode_coverage"] = coverage
+    return pooled
+
+
+def pooled_coverage(results: dict[str, dict]) -> dict | None:
+    """The planted modes' coverage (``act.eval.modes``) over every run's episodes: {mode: {episodes, share,
+    successes}}; None where a run has none (metrics written before it was measured)."""
+    if not all("mode_coverage" in m for m in results.values()):
+        return None
+    totals: dict[str, dict] = {}
+    for m in results.values():
+        for mode, entry in m["mode_coverage"].items():
+            total = totals.setdefault(mode, {"episodes": 0, "successes": 0})
+            total["episodes"] += entry["episodes"]
+            total["successes"] += entry["successes"]
+    episodes = sum(t["episodes"] for t in totals.values())
+    return {mode: {**t, "share": t["episodes"] / episodes if episodes else 0.0} for mode, t in totals.items()}
 
 
 def tabulate(s: AblationSettings, runs: list[Run], results: dict[Run, dict], given: list[str]) -> dict:
@@ -71,22 +90,31 @@ def ablation_markdown(table: dict) -> str:
     if table.get("variant_steps"):
         budget += " (" + ", ".join(f"{v}: {n}" for v, n in table["variant_steps"].items()) + ")"
     evaluation = ", ".join(f"{k}={v}" for k, v in table["eval"].items())
+    modes = list(
+        dict.fromkeys(
+            m for cells in table["lines"].values() for c in cells.values() for m in c.get("mode_coverage", {})
+        )
+    )
+    mode_head = f" modes ({' / '.join(modes)}) |" if modes else ""
     rows = [
         f"## {table['title']}",
         "",
         f"`{table['command']}`{budget}; evaluation: {evaluation}. Success pooled "
-        "over each variant's runs, with its 95% Wilson interval; then each run's, and their range.",
+        "over each variant's runs, with its 95% Wilson interval; then each run's, and their range"
+        + ("; then the share of rollouts that took each planted mode." if modes else "."),
         "",
-        f"| {first} | {table['setting']} | success (95% CI) | {' | '.join(samples)} | range |",
-        "|" + "---|" * (len(samples) + 4),
+        f"| {first} | {table['setting']} | success (95% CI) | {' | '.join(samples)} | range |{mode_head}",
+        "|" + "---|" * (len(samples) + 4 + (1 if modes else 0)),
     ]
     for line, cells in table["lines"].items():
         for variant, c in cells.items():
             low, high = c["success_rate_ci95"]
             runs = " | ".join(f"{c['runs'][k]:.2f}" if k in c["runs"] else "-" for k in samples)
+            coverage = c.get("mode_coverage") or {}
+            shares = " / ".join(f"{coverage[m]['share']:.2f}" if m in coverage else "-" for m in modes)
             rows.append(
                 f"| {line} | {variant} | {c['successes']}/{c['num_episodes']} = {c['success_rate']:.2f} "
-                f"({low:.2f}-{high:.2f}) | {runs} | {c['min']:.2f}-{c['max']:.2f} |"
+                f"({low:.2f}-{high:.2f}) | {runs} | {c['min']:.2f}-{c['max']:.2f} |" + (f" {shares} |" if modes else "")
             )
     for line, paths in (table["checkpoints"] or {}).items():
         rows += ["", f"{line}: " + ", ".join(f"{k} = `{p}`" for k, p in paths.items())]

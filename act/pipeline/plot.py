@@ -136,7 +136,13 @@ def plot_ablation(table: dict, out_png: str | Path) -> Path:
 
     variants = table["variants"]
     x = np.arange(len(variants), dtype=float)
-    fig, ax = plt.subplots(figsize=(max(5.5, 1.1 * len(variants) + 2.5), 4.2))
+    coverage = any("mode_coverage" in c for cells in table["lines"].values() for c in cells.values())
+    width = max(5.5, 1.1 * len(variants) + 2.5)
+    if coverage:  # a second panel: which planted mode the rollouts took
+        fig, (ax, modes_ax) = plt.subplots(1, 2, figsize=(2 * width, 4.2))
+        plot_mode_coverage(modes_ax, table)
+    else:
+        fig, ax = plt.subplots(figsize=(width, 4.2))
     for i, (line, cells) in enumerate(table["lines"].items()):
         shifted = x + 0.08 * (i - (len(table["lines"]) - 1) / 2)  # lines side by side: their bars apart
         rates = np.array([cells[v]["success_rate"] for v in variants])
@@ -148,12 +154,29 @@ def plot_ablation(table: dict, out_png: str | Path) -> Path:
     ax.set_xticks(x, variants)
     ax.set_xlim(-0.5, len(variants) - 0.5)
     ax.set_xlabel(table["setting"])
-    ax.set_ylabel("success, held-out (pooled, 95% CI; dots: runs)")
+    ax.set_ylabel("success (pooled, 95% CI; dots: runs)")
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
     ax.set_title(table["title"], fontsize=10)
     return _save(fig, out_png)
+
+
+def plot_mode_coverage(ax, table: dict) -> None:
+    """Stacked bars per line and variant: the share of rollouts that took each planted mode, and neither."""
+    bars = [(line, v, cells[v].get("mode_coverage") or {}) for line, cells in table["lines"].items() for v in cells]
+    modes = list(dict.fromkeys(m for *_, coverage in bars for m in coverage))
+    x = np.arange(len(bars), dtype=float)
+    bottom = np.zeros(len(bars))
+    for mode in modes:
+        shares = np.array([coverage.get(mode, {}).get("share", 0.0) for *_, coverage in bars])
+        ax.bar(x, shares, bottom=bottom, label=mode, color="lightgray" if mode == "neither" else None)
+        bottom += shares
+    ax.set_xticks(x, [f"{line}\n{v}" for line, v, _ in bars], fontsize=7)
+    ax.set_ylabel("share of rollouts taking each mode")
+    ax.set_ylim(0, 1.02)
+    ax.legend(loc="best", fontsize=8)
+    ax.set_title("mode coverage", fontsize=10)
 
 
 def _save(fig, out_png: str | Path) -> Path:

@@ -24,6 +24,8 @@ from act.runtime.plan import BLENDS
 from act.runtime.precision import PRECISIONS
 from act.runtime.scheduler import ChunkScheduler, check_threshold
 
+LATENTS = ("zero", "sample")  # the CVAE's z at test time (issue 52)
+
 
 def _check_count(key: str, value, least: int, nullable: bool = True) -> None:
     """``execution.<key>`` must be an integer >= ``least`` (or null, if ``nullable``)."""
@@ -58,6 +60,8 @@ class ExecutionConfig:
         crossfade_steps: ramp of the crossfade in ticks (null: the whole overlap).
         precision: of an eager network: ``auto``, ``32-true`` or ``bf16-mixed``.
         latency_ticks: d, the ticks a query takes to deliver (0: at once, as in the paper).
+        latent: the CVAE's z at test time: ``zero`` (the paper: the prior's mean) or ``sample`` (one z ~ N(0, I)
+            drawn per episode from its seed and held for the whole episode; eager checkpoints only).
     """
 
     temporal_ensemble_coeff: float | None = None
@@ -68,6 +72,7 @@ class ExecutionConfig:
     crossfade_steps: int | None = None
     precision: str = "auto"
     latency_ticks: int = 0
+    latent: str = "zero"
 
     def __post_init__(self):
         coeff = self.temporal_ensemble_coeff
@@ -89,6 +94,7 @@ class ExecutionConfig:
         _check_count("crossfade_steps", self.crossfade_steps, 1)
         _check_count("latency_ticks", self.latency_ticks, 0, nullable=False)
         check_setting("execution.precision", self.precision, PRECISIONS)
+        check_setting("execution.latent", self.latent, LATENTS)
         for key in ("n_action_steps", "queue_threshold", "crossfade_steps", "latency_ticks"):  # 4.0 -> 4
             value = getattr(self, key)
             object.__setattr__(self, key, None if value is None else int(value))

@@ -63,6 +63,9 @@ class ACTPolicy(SpecFields):
         queue_threshold: query when this many planned actions are left (default: every n ticks).
         asynchronous: keep playing the plan while a query is in flight (else wait, holding).
         latency_ticks: d, the ticks a query takes to deliver (0: immediately, as in the paper).
+        latent: the CVAE's z: ``zero`` (the paper) or ``sample``: one z ~ N(0, I) per episode, drawn from the
+            episode's seed where ``reset`` is given seeds (else from the policy's own generator) and held for the
+            whole episode. Needs an eager network (a checkpoint); a network trained without the CVAE ignores it.
 
     The execution arguments are the fields of ``act.runtime.execution.ExecutionConfig`` (kept as
     ``settings``), which checks them: a config's policy is ``ACTPolicy(network, **asdict(settings))``.
@@ -83,6 +86,7 @@ class ACTPolicy(SpecFields):
         queue_threshold: int | None = None,
         asynchronous: bool = False,
         latency_ticks: int = 0,
+        latent: str = "zero",
     ):
         self.settings = ExecutionConfig(
             temporal_ensemble_coeff=temporal_ensemble_coeff,
@@ -93,8 +97,17 @@ class ACTPolicy(SpecFields):
             crossfade_steps=crossfade_steps,
             precision=precision,
             latency_ticks=latency_ticks,
+            latent=latent,
         )  # checked before the network is touched
         self.predictor = _as_predictor(network, device, precision)
+        if latent == "sample" and not hasattr(self.predictor, "latent_dim"):
+            raise InputError(
+                f"execution.latent=sample needs the training checkpoint (.ckpt): a {self.predictor.format} "
+                "network decodes with z = 0 only"
+            )
+        # z per episode where the network has a CVAE to read it; without one z was always 0 in training.
+        self.latent_dim = getattr(self.predictor, "latent_dim", None) if latent == "sample" else None
+        self._rng = np.random.default_rng()
         self.device = getattr(self.predictor, "device", None) or resolve_device(device)
         self.spec: PolicySpec = self.predictor.spec  # what it expects: cameras, image size, sizes, task
         self.precision = self.predictor.precision
@@ -116,6 +129,14 @@ class ACTPolicy(SpecFields):
         return cls(load_predictor(path, device, precision), device=device, precision=precision, **kwargs)
 
     @property
+    def latent(self) -> str:
+        """What z the network decodes with: ``zero``, ``sample`` (one draw per episode), or ``zero (no CVAE)``
+        where ``sample`` was asked of a network trained without the CVAE."""
+        if self.settings.latent == "sample" and self.latent_dim is None:
+            return "zero (no CVAE)"
+        return self.settings.latent
+
+    @property
     def execution(self) -> str:
         timing = "asynchronous" if self.asynchronous else "synchronous"
         latency = f", latency {self.latency_ticks} ticks" if self.latency_ticks else ""
@@ -128,17 +149,26 @@ class ACTPolicy(SpecFields):
             mode = f"chunked, n_action_steps={self.n_action_steps}"
         if self.asynchronous and self.blend != "crossfade":
             mode += f", queue threshold {self.schedule.threshold}"
+        if self.latent_dim is not None:
+            mode += ", z sampled per episode"
         return mode if (not self.asynchronous and not self.latency_ticks) else f"{mode} ({timing}{latency})"
 
     def new_scheduler(self) -> ChunkScheduler:
         """A scheduler with this policy's execution settings (one per episode)."""
         return self.settings.scheduler(self.chunk_size)
 
-    def reset(self, num_envs: int = 1) -> None:
-        """Forget the previous episodes (call before each); ``num_envs`` episodes run side by side."""
+    def reset(self, num_envs: int = 1, seeds: Sequence[int] | None = None) -> None:
+        """Forget the previous episodes (call before each); ``num_envs`` episodes run side by side, ``seeds``
+        their seeds (with ``latent=sample``, each episode's z is drawn from its seed)."""
         if num_envs < 1:
             raise InputError(f"num_envs must be >= 1, got {num_envs}")
+        if seeds is not None and len(seeds) != num_envs:
+            raise InputError(f"need one seed per episode, got {len(seeds)} for {num_envs}")
         self.num_envs = int(num_envs)
+        self._latents = None
+        if self.latent_dim is not None:
+            draws = [None] * self.num_envs if seeds is None else [int(s) for s in seeds]
+            self._latents = np.stack([episode_latent(self.latent_dim, seed, self._rng) for seed in draws])  # (N, L)
         self.schedulers = [self.new_scheduler() for _ in range(self.num_envs)]
         self._steps = [0] * self.num_envs  # control ticks played in each episode
         self._arrivals: list[tuple[int, np.ndarray] | None] = [None] * self.num_envs  # (tick, chunk) in flight
@@ -187,20 +217,29 @@ class ACTPolicy(SpecFields):
             for _ in range(repeats):
                 self.predictor(qpos, images)
 
-    def predict_chunk(self, observation: Mapping) -> np.ndarray:
-        """One network query: (chunk_size, action_dim) raw actions for this observation."""
+    def _predict(self, observations: Sequence[Mapping], episodes: Sequence[int]) -> np.ndarray:
+        """(N, k, A) raw actions for the observations of ``episodes`` (indices of the episodes side by side),
+        each decoded with its episode's z where ``latent=sample``."""
+        if self._latents is None:
+            return self.predictor(*self._inputs(observations))
+        return self.predictor(*self._inputs(observations), latents=self._latents[list(episodes)])
+
+    def predict_chunk(self, observation: Mapping, episode: int = 0) -> np.ndarray:
+        """One network query: (chunk_size, action_dim) raw actions for this observation (of episode ``episode``)."""
         self.check_observation(observation)
-        chunk = self.predictor(*self._inputs([observation]))[0]  # (k, A)
+        chunk = self._predict([observation], [episode])[0]  # (k, A)
         self.queries += 1
         return chunk
 
-    def predict_chunks(self, observations: Sequence[Mapping]) -> np.ndarray:
-        """One batched network query: (N, chunk_size, action_dim) raw actions for N observations."""
+    def predict_chunks(self, observations: Sequence[Mapping], episodes: Sequence[int] | None = None) -> np.ndarray:
+        """One batched network query: (N, chunk_size, action_dim) raw actions for N observations (of ``episodes``,
+        default 0..N-1)."""
+        episodes = list(range(len(observations))) if episodes is None else list(episodes)
         if len(observations) == 1:
-            return self.predict_chunk(observations[0])[None]
+            return self.predict_chunk(observations[0], episodes[0])[None]
         for observation in observations:
             self.check_observation(observation)
-        chunks = self.predictor(*self._inputs(observations))  # (N, k, A)
+        chunks = self._predict(observations, episodes)  # (N, k, A)
         self.queries += 1
         return chunks
 
@@ -225,7 +264,7 @@ class ACTPolicy(SpecFields):
         for i in set(live) - set(need):
             self.check_observation(observations[i])
         if need:
-            chunks = self.predict_chunks([observations[i] for i in need])  # (len(need), k, A)
+            chunks = self.predict_chunks([observations[i] for i in need], need)  # (len(need), k, A)
             for i, chunk in zip(need, chunks):
                 self.schedulers[i].issue()
                 if self.latency_ticks == 0:
@@ -249,3 +288,10 @@ class ACTPolicy(SpecFields):
         if self.num_envs != 1:
             raise InputError(f"the policy runs {self.num_envs} episodes (reset(num_envs)); use select_actions")
         return self.select_actions([observation])[0]
+
+
+def episode_latent(latent_dim: int, seed: int | None, rng: np.random.Generator | None = None) -> np.ndarray:
+    """One z ~ N(0, I) of ``latent_dim`` for an episode: drawn from its ``seed`` alone (the same z whatever the
+    batch it runs in), or from ``rng`` where no seed is given."""
+    source = np.random.default_rng([seed, 44]) if seed is not None else (rng or np.random.default_rng())
+    return source.standard_normal(latent_dim).astype(np.float32)

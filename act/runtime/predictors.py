@@ -47,13 +47,22 @@ class EagerPredictor:
         self.precision_choice = resolve_precision(precision, self.device)
         self.precision = self.precision_choice.precision
         self.spec = net.spec
+        # The size of z where the network was trained with the CVAE; None without it (z was always 0).
+        self.latent_dim = int(net.config.latent_dim) if net.config.use_vae else None
 
     @torch.no_grad()
-    def __call__(self, qpos: np.ndarray, images: np.ndarray) -> np.ndarray:
+    def __call__(self, qpos: np.ndarray, images: np.ndarray, latents: np.ndarray | None = None) -> np.ndarray:
+        """Raw actions (N, k, A) for qpos (N, D) and uint8 images (N, C, 3, H, W), decoded with z = 0 or with
+        ``latents`` (N, L)."""
         qpos_t = torch.as_tensor(np.asarray(qpos, dtype=np.float32), device=self.device)  # (N, D)
         images_t = torch.as_tensor(np.asarray(images, dtype=np.uint8), device=self.device)  # (N, C, 3, H, W)
         with autocast(self.precision, self.device.type):
-            actions = self.actions(qpos_t, images_t)  # (N, k, A)
+            if latents is None:
+                actions = self.actions(qpos_t, images_t)  # (N, k, A)
+            else:
+                z = torch.as_tensor(np.asarray(latents, dtype=np.float32), device=self.device)  # (N, L)
+                out = self.net.outputs(qpos_t, images_t, latent=z)["actions"]  # (N, k, A) normalised
+                actions = self.net.unnormalize_actions(out.float())
         return actions.float().cpu().numpy()
 
     def actions(self, qpos: torch.Tensor, images: torch.Tensor) -> torch.Tensor:

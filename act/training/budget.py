@@ -1,8 +1,11 @@
-"""What the pipeline's stages will cost on this machine, measured before they run.
+"""Planning a time budget: what the stages will cost on this machine (the timings of ``act.training.timing``,
+extrapolated), the steps that fit the time left, the corrections made as training runs (``FitToBudget``, act/
+training/fit_budget.py, built here), and the success a recipe's learning curve leads one to expect.
 
-``make demo`` calls these before training: a few real training steps and policy queries at the
-configured sizes and precision, and a few simulator steps, extrapolated to the whole stage. The
-point is to tell a user at minute 3, not at hour 3, that their CPU needs another setting.
+``make demo`` and learning curves plan with these before training: a few real training steps and policy queries at
+the configured sizes and precision, and a few simulator steps, extrapolated to the whole stage. The point is to tell
+a user at minute 3, not at hour 3, that their CPU needs another setting. The clock is the one since `make demo`
+started (``DEMO_START``).
 """
 
 from __future__ import annotations
@@ -11,11 +14,14 @@ import math
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 import torch
 
-from act.training.timing import query_fn, time_calls, time_step_variants
+from act.training.fit_budget import FitToBudget
+from act.training.timing import query_fn, time_calls, time_training_step
 
 # Measured on the quickstart (3600 steps): the trainer's loop, data loading and validation add
 # about this much to the bare step time that ``estimate_training`` times.
@@ -28,23 +34,6 @@ class StageEstimate:
     stage: str
     seconds: float
     detail: str
-
-
-def time_training_step(
-    module, batch_size: int, precision: str, repeats: int = 4, device: str | torch.device = "cpu"
-) -> float:
-    """Seconds of one optimiser step of ``module`` at ``batch_size`` on ``device`` (where the trainer
-    will train: the module is moved there): the median of ``repeats``, after two untimed steps."""
-    return time_training_steps({"module": module}, batch_size, precision, repeats, device)["module"]
-
-
-def time_training_steps(
-    modules: dict, batch_size: int, precision: str, repeats: int = 4, device: str | torch.device = "cpu"
-) -> dict:
-    """``time_training_step`` of each of ``modules`` ({name: module}, shaped alike), one step of each per
-    round (A B A B ...) so that a noisy host slows them alike: {name: median seconds}."""
-    variants = {name: (module, precision) for name, module in modules.items()}
-    return time_step_variants(variants, batch_size, repeats, device)
 
 
 def steps_within(seconds: float, step_s: float) -> int:
@@ -102,3 +91,98 @@ def minutes(seconds: float) -> str:
     the split, so 59.6 s carries into the minute (rounding the seconds alone printed ``58 min 60.0 s``)."""
     whole = round(abs(seconds))
     return f"{'-' if seconds < 0 and whole else ''}{whole // 60} min {whole % 60:02d} s"
+
+
+FIT_FROM_STEP, FIT_AT_STEP = 100, 400  # the real steps timed to correct the plan (at most; fewer in short runs)
+FIT_LOOKS = 20  # then the plan is checked again about this many times over the run (the host drifts)
+END_MARGIN_S = 60.0  # left in the budget for the plot, the summary and the timing's own error
+PROCESS_START = time.time()  # the budget's clock when `make demo` did not start it (DEMO_START)
+
+
+def seconds_since_start() -> float:
+    """Seconds since `make demo` started (``DEMO_START``), else since this process started."""
+    if os.environ.get("DEMO_START"):
+        return time.time() - float(os.environ["DEMO_START"])
+    return time.time() - PROCESS_START
+
+
+def fitted_plan(train_s: float, step_s: float, why: str, floor: int | None, ceiling: int | None) -> dict:
+    """The plan of a run that trains ``train_s`` seconds at ``step_s`` a step (``why``: the budget it fits),
+    clamped to ``floor``..``ceiling`` steps (1 and no limit where None): the steps, why, and what
+    FitToBudget needs to correct them (the step time, the training time, its deadline, the bounds)."""
+    steps = steps_within(max(train_s, 0.0), step_s)
+    floor, ceiling = int(floor or 1), int(ceiling or steps or 1)
+    clamped = min(max(steps, floor), ceiling)
+    if clamped != steps:
+        why += f"; {steps} steps clamped to demo.steps_{'floor' if clamped == floor else 'ceiling'}={clamped}"
+    return {
+        "max_steps": clamped,
+        "why": why,
+        "step_s": step_s,
+        "train_s": train_s,
+        "deadline": time.time() + train_s,
+        "floor": floor,
+        "ceiling": ceiling,
+    }
+
+
+def fit_to_budget(plan: dict, done: int, plan_path: Path) -> FitToBudget | None:
+    """The FitToBudget callback of a run whose steps were just chosen to fit a budget (act/training/fit_budget.py:
+    the real steps' time corrects the plan early in training and as it goes); None for given steps, a plan kept
+    from an earlier start, or a run resumed past the steps it times."""
+    if "deadline" not in plan or "kept from" in plan["why"] or done >= FIT_FROM_STEP:
+        return None
+    at_step = min(FIT_AT_STEP, FIT_FROM_STEP + max(plan["max_steps"] // 20, 50))
+    if at_step >= plan["max_steps"]:
+        return None
+    return FitToBudget(
+        deadline=plan["deadline"],
+        from_step=FIT_FROM_STEP,
+        at_step=at_step,
+        floor=plan["floor"],
+        ceiling=plan["ceiling"],
+        plan_path=str(plan_path),
+        every=max(plan["max_steps"] // FIT_LOOKS, 50),
+    )
+
+
+def training_pace(steps: int, seconds: float, bare_step_s: float | None) -> dict | None:
+    """The pace of the steps trained in this run against the bare step the plan timed (issue 30: the
+    trainer's own overhead: its loop, the data loader on the same cores, validation and checkpoints, for
+    which the plan allows ``TRAINER_OVERHEAD``); None where no step was trained in this run."""
+    if steps <= 0 or seconds <= 0:
+        return None
+    pace = {"steps": int(steps), "seconds": float(seconds), "ms_per_step": 1000.0 * seconds / steps}
+    if bare_step_s:
+        pace.update(bare_ms_per_step=1000.0 * bare_step_s, overhead=seconds / steps / bare_step_s)
+    return pace
+
+
+def pace_line(pace: Mapping) -> str:
+    """One line for the summary: the trained step against the bare one, and the plan's allowance."""
+    line = f"training pace: {pace['ms_per_step']:.0f} ms a step over {pace['steps']} steps"
+    if "overhead" in pace:
+        line += (
+            f", {pace['overhead']:.2f}x the bare step timed before training ({pace['bare_ms_per_step']:.0f} ms; "
+            f"the plan allows {TRAINER_OVERHEAD:.2f}x for the trainer's loop, data loading and validation)"
+        )
+    return line
+
+
+def expected_success(demo: Mapping, steps: int, changes: list[str] | None = None) -> str | None:
+    """What the recipe's learning curve (``demo.expected``: [[steps, success], ...]) leads one to
+    expect after ``steps`` steps, as a phrase; None without a curve. With ``changes`` (overrides that
+    change the recipe, ``recipe_changes``) the curve is not this run's: the phrase says so instead."""
+    curve = sorted((int(s), float(r)) for s, r in (demo.get("expected") or []))
+    if not curve:
+        return None
+    if changes:
+        verb = "changes" if len(changes) == 1 else "change"
+        return f"no success expected: the learning curve is the shipped recipe's, and {' '.join(changes)} {verb} it"
+    rate = float(np.interp(steps, [s for s, _ in curve], [r for _, r in curve]))
+    source = f"; {demo['expected_source']}" if demo.get("expected_source") else ""
+    if steps < curve[0][0]:  # a slow CPU: the curve's first point is an upper bound, not an estimate
+        start = f"the measured curve starts at {curve[0][0]}"
+        return f"less than {rate:.2f} success expected at {steps} steps ({start}){source}"
+    note = " (beyond the measured curve)" if steps > curve[-1][0] else ""
+    return f"about {rate:.2f} success expected at {steps} steps{note}{source}"

@@ -22,7 +22,7 @@ from act.model.checkpoint import CheckpointError, read_checkpoint
 from act.model.spec import PolicySpec
 from act.runtime.device import trainer_device
 from act.runtime.precision import resolve_precision
-from act.training.callbacks import ResumableCSVLogger
+from act.training.csv_log import ResumableCSVLogger
 
 
 @rank_zero_only

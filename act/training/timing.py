@@ -181,3 +181,20 @@ def time_step_variants(
         for name, step in steps.items():
             times[name].append(float(time_calls(step, 1, warmup=0)[0]))
     return {name: float(np.median(t)) for name, t in times.items()}
+
+
+def time_training_step(
+    module, batch_size: int, precision: str, repeats: int = 4, device: str | torch.device = "cpu"
+) -> float:
+    """Seconds of one optimiser step of ``module`` at ``batch_size`` on ``device`` (where the trainer
+    will train: the module is moved there): the median of ``repeats``, after two untimed steps."""
+    return time_training_steps({"module": module}, batch_size, precision, repeats, device)["module"]
+
+
+def time_training_steps(
+    modules: dict, batch_size: int, precision: str, repeats: int = 4, device: str | torch.device = "cpu"
+) -> dict:
+    """``time_training_step`` of each of ``modules`` ({name: module}, shaped alike), one step of each per
+    round (A B A B ...) so that a noisy host slows them alike: {name: median seconds}."""
+    variants = {name: (module, precision) for name, module in modules.items()}
+    return time_step_variants(variants, batch_size, repeats, device)

@@ -16,7 +16,7 @@ import pytest
 import torch
 from helpers import PAPER_HW, checkpoint_is_finite, paper_cfg, run_eval
 
-from act.apps.train import train
+from act.apps.adapters.training import train
 from act.eval.harness import measure_latency_ms
 from act.model.checkpoint import load_network
 from act.runtime.export import export

@@ -16,7 +16,7 @@ import pytest
 import torch
 from helpers import ROOT, assert_same_weights, make_cfg, tiny_overrides
 
-from act.apps.train import train
+from act.apps.adapters.training import train
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

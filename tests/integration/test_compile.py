@@ -15,7 +15,7 @@ import torch
 from helpers import assert_same_weights, make_cfg
 
 import act.training.module as module_file
-from act.apps.train import train
+from act.apps.adapters.training import train
 from act.model.checkpoint import load_network
 from act.runtime.export import action_difference, export
 from act.training.compiled import check_compile, compile_mode, compile_pays
@@ -65,7 +65,7 @@ def test_a_compiled_run_equals_the_eager_one(demos, tiny_checkpoint, tmp_path, m
 def test_a_gpus_step_is_chosen_by_timing_and_a_failed_compile_trains_eagerly(demos, monkeypatch):
     """choose_by_timing (trainer.precision=auto, policy.compile=auto on one GPU) times each variant on the run's
     own network; one whose compilation fails is left out with its error, and the run trains eagerly."""
-    from act.apps.train import build_probe_module
+    from act.apps.adapters.training import build_probe_module
     from act.training.step_choice import choose_by_timing
 
     def broken(fn, device):

@@ -11,7 +11,7 @@ from hydra.utils import instantiate
 from lightning.pytorch.strategies import DDPStrategy
 from omegaconf import OmegaConf
 
-from act.apps.train import check_clipping
+from act.apps.adapters.training import check_clipping
 from act.training.run import ConfigError
 
 

@@ -14,7 +14,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import act.apps.demo as demo_app
-from act.apps.train import train
+from act.apps.adapters.training import train
 from act.data.episodes import EpisodeIndex
 from act.training.run import ConfigError
 
@@ -82,14 +82,13 @@ def test_the_plan_times_both_memory_formats_and_keeps_the_faster(monkeypatch, tm
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("demo", overrides=demo_overrides(tmp_path, "policy.channels_last=auto"))
     plan = tmp_path / "plan.json"
-    module, step_s, line = demo_app.time_memory_formats(cfg, "32-true", plan)
-    assert timed == [[False, True]] and step_s == 0.1 and cfg.policy.channels_last is False
-    assert line == "policy.channels_last=False (channels-last 200 ms, contiguous 100 ms)"
+    module, step_s, layout = demo_app.time_memory_formats(cfg, "32-true", plan)
+    assert timed == [[False, True]] and step_s == 0.1 and cfg.policy.channels_last == "auto"  # cfg left as it is
+    assert layout == (False, "policy.channels_last=False (channels-last 200 ms, contiguous 100 ms)")
     assert module.net.model.backbone.conv1.weight.is_contiguous()  # the probe module is the chosen one
     plan.write_text(json.dumps({"max_steps": 10, "why": "fits", "channels_last": True}))  # a rerun keeps its choice
-    cfg.policy.channels_last = "auto"
-    _, step_s, line = demo_app.time_memory_formats(cfg, "32-true", plan)
-    assert timed[-1] == [True] and cfg.policy.channels_last is True and step_s == 0.2
+    _, step_s, layout = demo_app.time_memory_formats(cfg, "32-true", plan)
+    assert timed[-1] == [True] and layout[0] is True and step_s == 0.2
     cfg.policy.channels_last = False  # set by the user: timed as given, nothing chosen
     assert demo_app.time_memory_formats(cfg, "32-true", plan)[2] is None
 

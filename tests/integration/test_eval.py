@@ -13,8 +13,8 @@ import pytest
 import torch
 from helpers import IMAGE, eval_cfg, make_cfg, run_eval
 
-from act.apps.evaluate import build_spec
-from act.apps.train import train
+from act.apps.adapters.evaluation import build_spec
+from act.apps.adapters.training import train
 from act.common.errors import InputError
 from act.envs import make_env
 from act.eval.backends import make_eval_env

@@ -9,12 +9,14 @@ import pytest
 import torch
 
 from act.data.episodes import EpisodeIndex
-from act.eval.latent import LatentPredictor, closed_loop, episode_latent, masked_l1_sum, offline_probe
+from act.eval.latent import closed_loop, masked_l1_sum, offline_probe
 from act.eval.rollout import longest_stall
 from act.model.act import ACTConfig
 from act.model.checkpoint import load_network
 from act.model.loss import act_loss
 from act.model.normalized import NormalizedACT
+from act.runtime.policy import episode_latent
+from act.runtime.predictors import EagerPredictor
 
 
 def test_pooled_l1_is_the_losss_l1():
@@ -55,25 +57,24 @@ def test_without_a_cvae_only_z_zero_is_probed(tiny_checkpoint, demos):
     assert list(probe.l1) == ["zero"] and probe.kl_per_dim is None and probe.active_dims is None
 
 
-def test_a_fixed_latent_decodes_as_deployed_at_zero_and_differs_elsewhere(tiny_checkpoint):
+def test_a_drawn_latent_decodes_as_deployed_at_zero_and_differs_elsewhere(tiny_checkpoint):
     net = load_network(tiny_checkpoint)
-    predictor = LatentPredictor(net, precision="32-true")
+    predictor = EagerPredictor(net, precision="32-true")
     h, w = net.spec.image_size
     qpos = np.zeros((2, net.config.state_dim), np.float32)
     images = np.random.default_rng(0).integers(0, 255, (2, 1, 3, h, w), dtype=np.uint8)
     with torch.no_grad():
         deployed = net(torch.from_numpy(qpos), torch.from_numpy(images)).numpy()
     np.testing.assert_allclose(predictor(qpos, images), deployed, atol=1e-5)
-    predictor.latent = episode_latent("prior_sample", net.config.latent_dim, 100000)
-    assert not np.allclose(predictor(qpos, images), deployed, atol=1e-5)
+    zeros = np.zeros((2, net.config.latent_dim), np.float32)
+    np.testing.assert_allclose(predictor(qpos, images, latents=zeros), deployed, atol=1e-5)
+    drawn = np.stack([episode_latent(net.config.latent_dim, seed) for seed in (100000, 100001)])
+    assert not np.allclose(predictor(qpos, images, latents=drawn), deployed, atol=1e-5)
 
 
 def test_episode_latents_are_the_seeds_own():
-    assert not episode_latent("zero", 4, 1).any()
-    np.testing.assert_array_equal(episode_latent("prior_sample", 4, 7), episode_latent("prior_sample", 4, 7))
-    assert not np.array_equal(episode_latent("prior_sample", 4, 7), episode_latent("prior_sample", 4, 8))
-    with pytest.raises(ValueError, match="latent mode 'mean' is not one of zero, prior_sample"):
-        episode_latent("mean", 4, 1)
+    np.testing.assert_array_equal(episode_latent(4, 7), episode_latent(4, 7))
+    assert not np.array_equal(episode_latent(4, 7), episode_latent(4, 8))
 
 
 def test_closed_loop_with_a_drawn_latent_reports_stalls(tiny_checkpoint):

@@ -27,7 +27,8 @@ from act.data import convert as convert_module  # noqa: E402
 from act.data.convert import ConvertSettings, convert  # noqa: E402
 from act.data.datamodule import ACTDataModule  # noqa: E402
 from act.data.dataset import ChunkDataset  # noqa: E402
-from act.data.episodes import DatasetError, EpisodeIndex  # noqa: E402
+from act.data.episodes import EpisodeIndex  # noqa: E402
+from act.data.errors import DatasetError
 from act.data.inspect import summary, validate  # noqa: E402
 from act.data.lerobot import format as fmt  # noqa: E402
 from act.data.lerobot import stats as lrstats  # noqa: E402

@@ -11,9 +11,10 @@ from helpers import CONFIGS, assert_same_weights, make_cfg
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+import act.apps.adapters.overrides as overrides
 import act.apps.demo as demo_app
-import act.pipeline.demo_budget as demo_budget
-from act.apps.train import train
+import act.training.budget as budget
+from act.apps.adapters.training import train
 from act.common.errors import InputError
 from act.model import ACT, ACTConfig
 from act.model.backbone import ResNetBackbone, feature_hw
@@ -199,7 +200,7 @@ def test_demo_fits_its_steps_to_the_budget(tmp_path, monkeypatch):
     monkeypatch.setattr(demo_app, "seconds_since_start", lambda: 600.0)  # 10 minutes spent recording
     cfg = demo_cfg()
     plan = demo_app.choose_steps(cfg, cfg.demo, step_s=0.3, eval_s=120.0, plan_path=tmp_path / "plan.json")
-    train_s = 45 * 60 - 600 - 120 - demo_budget.END_MARGIN_S
+    train_s = 45 * 60 - 600 - 120 - budget.END_MARGIN_S
     assert plan["max_steps"] == steps_within(train_s, 0.3) == int(train_s / (TRAINER_OVERHEAD * 0.3))
     assert "demo.budget_min=45" in plan["why"]
     # A rerun keeps the schedule it started with, whatever the clock says now.
@@ -227,14 +228,14 @@ def test_the_demo_re_plans_only_a_plan_it_just_fitted_to_a_budget(tmp_path, monk
     monkeypatch.setattr(demo_app, "seconds_since_start", lambda: 600.0)
     cfg = demo_cfg()
     plan = demo_app.choose_steps(cfg, cfg.demo, step_s=0.3, eval_s=120.0, plan_path=tmp_path / "plan.json")
-    refit = demo_budget.fit_to_budget(plan, 0, tmp_path / "plan.json")
-    assert refit["_target_"] == "act.training.fit_budget.FitToBudget" and refit["floor"] == 1000
-    assert refit["deadline"] == pytest.approx(plan["deadline"]) and refit["ceiling"] == 20000
-    assert refit["every"] == max(plan["max_steps"] // demo_budget.FIT_LOOKS, 50)  # it looks again as it goes
-    assert demo_budget.fit_to_budget(plan, 500, tmp_path / "plan.json") is None  # resumed past the timed steps
+    refit = budget.fit_to_budget(plan, 0, tmp_path / "plan.json")
+    assert isinstance(refit, FitToBudget) and refit.floor == 1000
+    assert refit.deadline == pytest.approx(plan["deadline"]) and refit.ceiling == 20000
+    assert refit.every == max(plan["max_steps"] // budget.FIT_LOOKS, 50)  # it looks again as it goes
+    assert budget.fit_to_budget(plan, 500, tmp_path / "plan.json") is None  # resumed past the timed steps
     kept = demo_app.choose_steps(cfg, cfg.demo, 0.3, 120.0, tmp_path / "plan.json")
-    assert demo_budget.fit_to_budget(kept, 0, tmp_path / "plan.json") is None  # its deadline has passed
-    assert demo_budget.fit_to_budget({"max_steps": 50, "why": "given"}, 0, tmp_path / "plan.json") is None
+    assert budget.fit_to_budget(kept, 0, tmp_path / "plan.json") is None  # its deadline has passed
+    assert budget.fit_to_budget({"max_steps": 50, "why": "given"}, 0, tmp_path / "plan.json") is None
 
 
 def final_lr(checkpoint: dict) -> float:
@@ -323,41 +324,41 @@ def test_a_look_gives_back_steps_an_early_cut_took_and_more_up_to_the_ceiling(
 
 def test_demo_expects_success_from_the_learning_curve():
     demo = OmegaConf.create({"expected": [[2000, 0.6], [6000, 0.9]], "expected_source": "docs/results.md"})
-    assert demo_budget.expected_success(demo, 4000).startswith("about 0.75 success expected at 4000 steps")
-    assert "beyond the measured curve" in demo_budget.expected_success(demo, 9000)
+    assert budget.expected_success(demo, 4000).startswith("about 0.75 success expected at 4000 steps")
+    assert "beyond the measured curve" in budget.expected_success(demo, 9000)
     # Fewer steps than the curve's first point (a slow CPU): that point bounds it, it does not estimate it.
-    assert demo_budget.expected_success(demo, 1000) == (
+    assert budget.expected_success(demo, 1000) == (
         "less than 0.60 success expected at 1000 steps (the measured curve starts at 2000); docs/results.md"
     )
-    assert demo_budget.expected_success(OmegaConf.create({"expected": []}), 100) is None
+    assert budget.expected_success(OmegaConf.create({"expected": []}), 100) is None
 
 
 def test_demo_expects_nothing_from_the_shipped_curve_when_the_run_changes_the_recipe():
     # make demo ARGS="data.batch_size=16" was told batch 8's "about 0.60 at 6261 steps" and scored 0.90.
     demo = OmegaConf.create({"expected": [[2000, 0.6], [6000, 0.9]]})
     given = ["data.batch_size=16", "trainer.max_steps=4000", "policy.channels_last=false", "+policy.augment_crop=0.8"]
-    changes = demo_budget.recipe_changes(given + ["demo.dir=outputs/b16", "seed=1", "experiment=cpu_quickstart"])
+    changes = overrides.recipe_changes(given + ["demo.dir=outputs/b16", "seed=1", "experiment=cpu_quickstart"])
     assert changes == ["data.batch_size=16", "+policy.augment_crop=0.8"]
-    assert demo_budget.expected_success(demo, 4000, changes) == (
+    assert budget.expected_success(demo, 4000, changes) == (
         "no success expected: the learning curve is the shipped recipe's, and "
         "data.batch_size=16 +policy.augment_crop=0.8 change it"
     )
-    assert demo_budget.recipe_changes(["data.batch_size_x=2", "policy=act", "task.image_size=[60,80]"]) == [
+    assert overrides.recipe_changes(["data.batch_size_x=2", "policy=act", "task.image_size=[60,80]"]) == [
         "policy=act",
         "task.image_size=[60,80]",
     ]
-    assert demo_budget.expected_success(demo, 4000, ["task=insertion"]).endswith("task=insertion changes it")
-    assert demo_budget.expected_success(demo, 4000, []).startswith("about 0.75")
+    assert budget.expected_success(demo, 4000, ["task=insertion"]).endswith("task=insertion changes it")
+    assert budget.expected_success(demo, 4000, []).startswith("about 0.75")
 
 
 def test_an_override_that_sets_the_experiments_own_value_changes_no_recipe():
     # make demo ARGS="data.batch_size=16" printed "no success expected" once batch 16 was what it trains.
     def in_effect(*given: str, base: tuple[str, ...] = ()) -> list[str]:
-        changes = demo_budget.recipe_changes(list(given))
+        changes = overrides.recipe_changes(list(given))
         with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
             run = compose("demo", overrides=[*base, *given])
             without = compose("demo", overrides=[*base, *(o for o in given if o not in changes)])
-        return demo_app.changes_in_effect(changes, run, without)
+        return overrides.changes_in_effect(changes, run, without)
 
     shipped = int(OmegaConf.load(CONFIGS / "experiment" / "cpu_quickstart.yaml").data.batch_size)
     assert in_effect(f"data.batch_size={shipped}", "policy.augment_crop=1.0", "seed=3") == []

@@ -15,7 +15,7 @@ import time
 import pytest
 from helpers import ROOT, make_cfg, tiny_overrides
 
-from act.apps.train import train
+from act.apps.adapters.training import train
 from act.common.lock import LOCK_NAME, FolderInUseError, folder_lock
 from act.data.record import RecordSettings, record
 

@@ -8,7 +8,7 @@ import math
 import pytest
 from helpers import PAPER_HW, paper_cfg, run_eval
 
-from act.apps.train import train
+from act.apps.adapters.training import train
 from act.model.checkpoint import load_network
 from act.training.resume import checkpoint_step
 

@@ -21,13 +21,14 @@ import torch
 from helpers import CONFIGS, ROOT, NaNQposAt, checkpoint_is_finite, eval_cfg, make_cfg, tiny_overrides
 from hydra import compose, initialize_config_dir
 
-from act.apps.evaluate import build_spec
-from act.apps.train import train
-from act.data.episodes import DatasetError
+from act.apps.adapters.evaluation import build_spec
+from act.apps.adapters.training import train
+from act.data.errors import DatasetError
 from act.data.inspect import validate
 from act.data.record import RecordSettings, record
 from act.runtime.policy import ACTPolicy
-from act.training.callbacks import CheckpointSaveError, DivergenceError, SafeCheckpointIO
+from act.training.checkpoint_io import CheckpointSaveError, SafeCheckpointIO
+from act.training.divergence import DivergenceError
 from act.training.module import read_checkpoint
 from act.training.run import ConfigError
 
@@ -264,7 +265,7 @@ def test_nan_in_the_data_stops_the_run_and_keeps_the_last_good_checkpoint(demos,
     assert all(checkpoint_is_finite(folder / name) for name in after)
 
 
-def test_the_interrupted_rescue_never_saves_non_finite_weights(demos, tmp_path, capsys):
+def test_the_interrupted_rescue_never_saves_non_finite_weights(demos, tmp_path, caplog):
     # Without the divergence stop (a config that drops it), the weights go NaN at lr=1e9; Ctrl-C then
     # must not write them as interrupted.ckpt, the newest checkpoint that a rerun would resume from.
     out = tmp_path / "run"
@@ -287,7 +288,7 @@ def test_the_interrupted_rescue_never_saves_non_finite_weights(demos, tmp_path, 
     assert not (out / "checkpoints" / "interrupted.ckpt").exists()
     assert (
         f"KeyboardInterrupt at step 3: the weights are not finite, so no {out}/checkpoints/interrupted.ckpt was "
-        "saved" in capsys.readouterr().err
+        "saved" in caplog.text
     )
 
 
@@ -313,7 +314,7 @@ def test_a_non_finite_gradient_stops_the_run_before_the_optimizer_step(demos, tm
     assert checkpoint_is_finite(out / "checkpoints" / "step2.ckpt")
 
 
-def test_a_nan_validation_loss_is_never_ranked_best(demos, tmp_path, capsys):
+def test_a_nan_validation_loss_is_never_ranked_best(demos, tmp_path, caplog):
     out = tmp_path / "run"
     metrics = train(
         make_cfg(
@@ -326,7 +327,7 @@ def test_a_nan_validation_loss_is_never_ranked_best(demos, tmp_path, capsys):
     )
     assert not list((out / "checkpoints").glob("best-*.ckpt")) and "best_ckpt" not in metrics
     assert (out / "checkpoints" / "last.ckpt").is_file()  # training itself was fine
-    assert "warning: val/l1 is nan at step 2: not ranked, no best checkpoint from it" in capsys.readouterr().err
+    assert "warning: val/l1 is nan at step 2: not ranked, no best checkpoint from it" in caplog.text
 
 
 def test_train_script_reports_divergence_as_one_error_line(run_script, demos, tmp_path):

@@ -13,8 +13,8 @@ import torch
 from helpers import CONFIGS, IMAGE, ROOT, assert_same_weights, make_cfg
 from hydra import compose, initialize_config_dir
 
-from act.apps.train import train
-from act.data.episodes import DatasetError
+from act.apps.adapters.training import train
+from act.data.errors import DatasetError
 from act.training.module import ACTLitModule, lr_factor_fn
 from act.training.run import ConfigError
 
@@ -301,7 +301,7 @@ def test_explicit_bf16_on_a_cpu_without_it_warns_before_training(demos, tmp_path
         train(make_cfg(demos, tmp_path / "run", "trainer.precision=bf16-mixed", "trainer.max_steps=0"))
     monkeypatch.setattr(P, "probe_bf16", lambda device_type="cpu": slow)
     cfg = make_cfg(demos, tmp_path / "auto", "trainer.max_steps=1")
-    from act.apps.train import build_trainer, choose_step
+    from act.apps.adapters.training import build_trainer, choose_step
 
     step = choose_step(cfg)
     trainer = build_trainer(cfg, step.precision)

@@ -13,7 +13,8 @@ import torch
 
 from act.data.datamodule import ACTDataModule
 from act.data.dataset import ChunkDataset, split_episodes
-from act.data.episodes import DatasetError, EpisodeIndex
+from act.data.episodes import EpisodeIndex
+from act.data.errors import DatasetError
 from act.data.schema import EpisodeFormatError, read_episode_info, read_frame, read_low_dim, write_episode
 from act.data.stats import MIN_STD, STATS_FILE, compute_stats, load_or_compute_stats
 

@@ -11,8 +11,10 @@ import pytest
 import torch
 import torch.serialization
 
-from act.training.callbacks import DivergenceError, ProgressBar, SafeCheckpointIO, StopOnDivergence
+from act.training.checkpoint_io import SafeCheckpointIO
+from act.training.divergence import DivergenceError, StopOnDivergence
 from act.training.module import ACTLitModule, channels_last_pays
+from act.training.progress import ProgressBar
 
 TINY_MODEL = {"chunk_size": 4, "hidden_dim": 32, "ff_dim": 32, "heads": 2}
 CUDA0 = torch.device("cuda", 0)

@@ -79,3 +79,39 @@ def test_each_public_name_is_defined_once_in_the_library():
                     where[node.name].append(module)
     twins = {name: places for name, places in where.items() if len(places) > 1}
     assert not twins, f"public names defined in more than one module: {twins}"
+
+
+# act/apps/*.py are the commands; adapters/ (Hydra configs to the library's objects), cli.py (the one wrapper
+# every script calls) and hydra_errors.py (its error lines) serve them all and are no command.
+NOT_COMMANDS = ("act.apps", "act.apps.cli", "act.apps.hydra_errors")
+
+
+def test_no_command_imports_another_and_none_changes_its_config_in_place():
+    """What two commands share lives in act/apps/adapters/ or below, never in another command (issue 50); a config
+    is read, never changed in place: workflows merge what they choose into a new config."""
+    commands = {m for m in modules() if m.count(".") == 2 and m.startswith("act.apps.") and m not in NOT_COMMANDS}
+    offenders = [
+        f"{modules()[module].relative_to(ROOT)}:{line} imports {name}"
+        for module in commands
+        for line, name in imported(modules()[module])
+        if name in commands
+    ]
+    assert not offenders, "commands importing commands:\n" + "\n".join(offenders)
+    in_place = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for module, path in modules().items()
+        if module.startswith("act.apps")
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if "open_dict" in line
+    ]
+    assert not in_place, "open_dict in act/apps:\n" + "\n".join(in_place)
+
+
+def test_no_function_of_the_library_is_longer_than_80_lines():
+    long = [
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for path in modules().values()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 80
+    ]
+    assert not long, "split these:\n" + "\n".join(long)

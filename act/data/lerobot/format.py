@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from act.common.aloha import FPS
-from act.data.episodes import DatasetError
+from act.data.errors import DatasetError
 
 CODEBASE_VERSION = "v3.0"
 CHUNKS_SIZE = 1000  # files per chunk folder
@@ -189,6 +189,28 @@ def _image_shape(folder: Path, key: str, feature: dict) -> tuple[int, int, int]:
     return int(shape[0]), int(shape[1]), 3
 
 
+def _cameras(folder: Path, raw: dict, features: dict) -> tuple[list[str], dict, dict]:
+    """The camera names of ``features`` (sorted), each one's (H, W, 3) and dtype (video or image): at least one
+    camera, all of one size, and a video path where they are videos."""
+    cameras = sorted(
+        key[len(IMAGE_PREFIX) :]
+        for key, ft in features.items()
+        if key.startswith(IMAGE_PREFIX) and ft.get("dtype") in ("video", "image")
+    )
+    if not cameras:
+        raise LeRobotFormatError(
+            f"{folder}: {INFO_PATH} has no camera feature ({IMAGE_PREFIX}<camera> with dtype "
+            "video or image); ACT policies see images"
+        )
+    shapes = {cam: _image_shape(folder, camera_key(cam), features[camera_key(cam)]) for cam in cameras}
+    if len(set(shapes.values())) > 1:
+        raise LeRobotFormatError(f"{folder}: cameras have different image sizes {shapes}; ACT needs one size")
+    camera_dtype = {cam: features[camera_key(cam)]["dtype"] for cam in cameras}
+    if "video" in camera_dtype.values() and not raw.get("video_path"):
+        raise LeRobotFormatError(f"{folder}: video cameras but no 'video_path' in {INFO_PATH}")
+    return cameras, shapes, camera_dtype
+
+
 def read_info(folder: Path | str) -> LeRobotInfo:
     """Check ``folder/meta/info.json`` against what ACT needs; raise ``LeRobotFormatError`` naming the fix.
 
@@ -229,22 +251,7 @@ def read_info(folder: Path | str) -> LeRobotInfo:
     for key in (VELOCITY, EFFORT):
         if key in features:
             _vector_dim(folder, key, features[key])
-    cameras = sorted(
-        key[len(IMAGE_PREFIX) :]
-        for key, ft in features.items()
-        if key.startswith(IMAGE_PREFIX) and ft.get("dtype") in ("video", "image")
-    )
-    if not cameras:
-        raise LeRobotFormatError(
-            f"{folder}: {INFO_PATH} has no camera feature ({IMAGE_PREFIX}<camera> with dtype "
-            "video or image); ACT policies see images"
-        )
-    shapes = {cam: _image_shape(folder, camera_key(cam), features[camera_key(cam)]) for cam in cameras}
-    if len(set(shapes.values())) > 1:
-        raise LeRobotFormatError(f"{folder}: cameras have different image sizes {shapes}; ACT needs one size")
-    camera_dtype = {cam: features[camera_key(cam)]["dtype"] for cam in cameras}
-    if "video" in camera_dtype.values() and not raw.get("video_path"):
-        raise LeRobotFormatError(f"{folder}: video cameras but no 'video_path' in {INFO_PATH}")
+    cameras, shapes, camera_dtype = _cameras(folder, raw, features)
     info = LeRobotInfo(
         folder=folder,
         fps=int(fps),

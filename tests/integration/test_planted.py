@@ -1,0 +1,81 @@
+"""The planted choice end to end (issue 52): recorded with its mode as an attribute, kept apart from the other
+human-like data, evaluated with z drawn per episode, and the mode of each rollout in the metrics."""
+
+from __future__ import annotations
+
+import json
+
+import h5py
+import numpy as np
+import pytest
+from helpers import IMAGE, run_eval
+
+from act.common.errors import InputError
+from act.data.record import RecordSettings, record
+from act.envs.human_like import HumanLikeSettings
+from act.model.checkpoint import load_network
+from act.runtime.policy import ACTPolicy
+from act.runtime.predictors import EagerPredictor
+
+
+def test_planted_demos_name_their_mode_and_stay_apart_from_the_other_choice(tmp_path):
+    settings = RecordSettings(
+        task="transfer_cube",
+        num_episodes=1,
+        out_dir=tmp_path,
+        image_size=(IMAGE, IMAGE),
+        render_quality="fast",
+        workers=0,
+        expert=HumanLikeSettings(choice="planted"),
+    )
+    record(settings)
+    with h5py.File(tmp_path / "episode_0.hdf5", "r") as root:
+        choices = json.loads(root.attrs["expert_choices"])
+        assert root.attrs["planted_mode"] == choices["mode_name"] in ("high", "low")
+    meeting = RecordSettings(**{**settings.__dict__, "expert": HumanLikeSettings(), "num_episodes": 2})
+    with pytest.raises(InputError, match="expert.choice=planted .* not meeting"):
+        record(meeting)
+
+
+def test_a_latent_drawn_per_episode_is_the_seeds_own_and_held(tiny_checkpoint):
+    net = load_network(tiny_checkpoint, channels_last=False)
+    policy = ACTPolicy(EagerPredictor(net, precision="32-true"), latent="sample", n_action_steps=10)
+    h, w = net.spec.image_size
+    observation = {"qpos": np.zeros(14), "images": {"top": np.full((h, w, 3), 90, np.uint8)}}
+    policy.reset(2, seeds=[100000, 100001])
+    a, b = policy.predict_chunks([observation, observation])  # one observation, two episodes' z
+    assert not np.allclose(a, b)
+    policy.reset(2, seeds=[100001, 100000])
+    b_again, a_again = policy.predict_chunks([observation, observation])
+    np.testing.assert_allclose(a_again, a, atol=1e-6)  # the seed's z, whatever slot it runs in
+    zero = ACTPolicy(EagerPredictor(net, precision="32-true"), n_action_steps=10)
+    assert not np.allclose(zero.predict_chunk(observation), a) and policy.latent == "sample"
+    assert "z sampled per episode" in policy.execution
+
+
+def test_sampling_needs_the_checkpoint_and_a_cvae(tiny_checkpoint, tmp_path):
+    from act.model import ACTConfig
+    from act.model.normalized import NormalizedACT
+    from act.runtime.export import export
+
+    onnx = export(load_network(tiny_checkpoint), tmp_path / "policy.onnx", "onnx")
+    with pytest.raises(InputError, match="execution.latent=sample needs the training checkpoint"):
+        ACTPolicy.load(onnx, latent="sample")
+    trained = load_network(tiny_checkpoint)
+    plain = NormalizedACT(ACTConfig(**{**trained.config.__dict__, "use_vae": False}), trained.spec)
+    assert ACTPolicy(plain, latent="sample").latent == "zero (no CVAE)"
+
+
+def test_evaluation_reports_where_each_rollout_met_and_the_mode_coverage(tiny_checkpoint, tmp_path):
+    metrics, line = run_eval(
+        f"ckpt_path={tiny_checkpoint}",
+        "num_episodes=2",
+        "episode_len=30",
+        "num_videos=0",
+        "execution.latent=sample",
+        f"out_dir={tmp_path}",
+    )
+    assert all(len(e["meeting"]["objects"]) == 3 and e["meeting"]["gripper_gap_m"] > 0 for e in metrics["episodes"])
+    assert set(metrics["mode_coverage"]) == {"high", "low", "neither"}
+    assert sum(entry["episodes"] for entry in metrics["mode_coverage"].values()) == 2
+    assert "z sampled per episode" in metrics["execution"]
