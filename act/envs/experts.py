@@ -119,6 +119,25 @@ class PlantedMode:
     left_roll: float = 0.0
 
 
+def pick_cube(cube: np.ndarray, quat: np.ndarray) -> list[Waypoint]:
+    """The transfer cube's pick: above the cube at t 90, down around it at 130, the gripper closed at 170 (the
+    grasp exact: ``noisy=False``)."""
+    return [
+        Waypoint(90, cube + [0, 0, 0.08], quat, 1.0),
+        Waypoint(130, cube + [0, 0, -0.015], quat, 1.0, noisy=False),
+        Waypoint(170, cube + [0, 0, -0.015], quat, 0.0, noisy=False),
+    ]
+
+
+def pick_part(part: np.ndarray, quat: np.ndarray) -> list[Waypoint]:
+    """Insertion's pick of the peg or the socket: above it at t 120, down around it at 170, closed at 220."""
+    return [
+        Waypoint(120, part + [0, 0, 0.08], quat, 1.0),
+        Waypoint(170, part + [0, 0, -0.03], quat, 1.0, noisy=False),
+        Waypoint(220, part + [0, 0, -0.03], quat, 0.0, noisy=False),
+    ]
+
+
 class ScriptedExpert:
     """Base class: plan on ``reset(observation)``, then ``action(t)`` for t = 0, 1, ...
 
@@ -216,9 +235,7 @@ class TransferCubeExpert(ScriptedExpert):
         ]
         right = [
             Waypoint(0, right_xyz, right_start, 0.0),
-            Waypoint(90, cube + [0, 0, 0.08], pick_quat, 1.0),  # above the cube
-            Waypoint(130, cube + [0, 0, -0.015], pick_quat, 1.0, noisy=False),  # down around it
-            Waypoint(170, cube + [0, 0, -0.015], pick_quat, 0.0, noisy=False),  # close the gripper
+            *pick_cube(cube, pick_quat),  # above the cube, down around it, close the gripper
             Waypoint(200, meet + [0.05, 0, 0], right_quat, 0.0),  # carry towards the middle
             Waypoint(220, meet, right_quat, 0.0, "handover"),  # present the cube
             Waypoint(310, meet, right_quat, 1.0, "handover"),  # let go once the left holds it
@@ -256,9 +273,7 @@ class TransferCubeExpert(ScriptedExpert):
         ]
         right = [
             Waypoint(0, right_xyz, right_start, 0.0),
-            Waypoint(90, cube + [0, 0, 0.08], pick_quat, 1.0),  # above the cube
-            Waypoint(130, cube + [0, 0, -0.015], pick_quat, 1.0, noisy=False),  # down around it
-            Waypoint(170, cube + [0, 0, -0.015], pick_quat, 0.0, noisy=False),  # close the gripper
+            *pick_cube(cube, pick_quat),  # above the cube, down around it, close the gripper
             Waypoint(200, wait_right, LEVEL_QUAT, 0.0, "decision"),  # lifted to the decision pose
             Waypoint(240, meet, LEVEL_QUAT, 0.0, "handover"),  # present the cube where the mode meets
             Waypoint(330, meet, LEVEL_QUAT, 0.0, "handover"),
@@ -296,18 +311,14 @@ class InsertionExpert(ScriptedExpert):
         lift_right = 0.014
         left = [
             Waypoint(0, left_xyz, left_start, 0.0),
-            Waypoint(120, socket + [0, 0, 0.08], pick_left, 1.0),  # above the socket
-            Waypoint(170, socket + [0, 0, -0.03], pick_left, 1.0, noisy=False),  # down around it
-            Waypoint(220, socket + [0, 0, -0.03], pick_left, 0.0, noisy=False),  # close
+            *pick_part(socket, pick_left),  # above the socket, down around it, close
             Waypoint(285, meet + [-PRE_INSERT_GAP / 2, 0, 0], pick_left, 0.0, "insert"),  # line up with the peg
             Waypoint(340, meet + [-INSERTED_GAP / 2, 0, 0], pick_left, 0.0, "insert"),  # insert
             Waypoint(400, meet + [-INSERTED_GAP / 2, 0, 0], pick_left, 0.0, "insert"),  # hold
         ]
         right = [
             Waypoint(0, right_xyz, right_start, 0.0),
-            Waypoint(120, peg + [0, 0, 0.08], pick_right, 1.0),
-            Waypoint(170, peg + [0, 0, -0.03], pick_right, 1.0, noisy=False),
-            Waypoint(220, peg + [0, 0, -0.03], pick_right, 0.0, noisy=False),
+            *pick_part(peg, pick_right),  # above it, down around it, close
             Waypoint(285, meet + [PRE_INSERT_GAP / 2, 0, lift_right], pick_right, 0.0, "insert"),
             Waypoint(340, meet + [INSERTED_GAP / 2, 0, lift_right], pick_right, 0.0, "insert"),
             Waypoint(400, meet + [INSERTED_GAP / 2, 0, lift_right], pick_right, 0.0, "insert"),
@@ -332,9 +343,7 @@ class InsertionExpert(ScriptedExpert):
         wait = np.array([0.0, 0.5, 0.19])
         left = [
             Waypoint(0, left_xyz, left_start, 0.0),
-            Waypoint(120, socket + [0, 0, 0.08], pick_left, 1.0),
-            Waypoint(170, socket + [0, 0, -0.03], pick_left, 1.0, noisy=False),
-            Waypoint(220, socket + [0, 0, -0.03], pick_left, 0.0, noisy=False),
+            *pick_part(socket, pick_left),  # above it, down around it, close
             Waypoint(250, wait + [-0.15, 0, 0], pick_left, 0.0, "decision"),  # the decision
             Waypoint(300, meet + [-PRE_INSERT_GAP / 2, 0, 0], pick_left, 0.0, "insert"),
             Waypoint(350, meet + [-INSERTED_GAP / 2, 0, 0], pick_left, 0.0, "insert"),
@@ -342,9 +351,7 @@ class InsertionExpert(ScriptedExpert):
         ]
         right = [
             Waypoint(0, right_xyz, right_start, 0.0),
-            Waypoint(120, peg + [0, 0, 0.08], pick_right, 1.0),
-            Waypoint(170, peg + [0, 0, -0.03], pick_right, 1.0, noisy=False),
-            Waypoint(220, peg + [0, 0, -0.03], pick_right, 0.0, noisy=False),
+            *pick_part(peg, pick_right),  # above it, down around it, close
             Waypoint(250, wait + [0.15, 0, lift_right], pick_right, 0.0, "decision"),  # the decision
             Waypoint(300, meet + [PRE_INSERT_GAP / 2, 0, lift_right], pick_right, 0.0, "insert"),
             Waypoint(350, meet + [INSERTED_GAP / 2, 0, lift_right], pick_right, 0.0, "insert"),

@@ -129,16 +129,7 @@ def query_fn(module, batch: int, precision: str, seed: int = 0) -> Callable[[], 
     the actions come back on the CPU, as a deployed policy's do."""
     module.eval()
     device = next(module.parameters()).device
-    data = random_batch(
-        batch,
-        len(module.net.camera_names),
-        module.net.image_size,
-        module.config.chunk_size,
-        module.config.state_dim,
-        module.config.action_dim,
-        seed,
-        device,
-    )
+    data = module_batch(module, batch, device, seed)
 
     @torch.no_grad()
     def query() -> torch.Tensor:
