@@ -93,7 +93,11 @@ def composition_error(config_name: str, *overrides: str) -> str | None:
             "experiment=smoke? (valid: aloha_4cam, cpu_quickstart, cpu_quickstart_human_like, "
             "cpu_quickstart_insertion, paper, smoke)",
         ),
-        ("eval", ["expert=true"], "expert=true is not a config in configs/expert/ (valid: human_like, human_like_planted, scripted)"),
+        (
+            "eval",
+            ["expert=true"],
+            "expert=true is not a config in configs/expert/ (valid: human_like, human_like_planted, scripted)",
+        ),
         (
             "eval",
             ["task=insertion2"],

@@ -221,7 +221,8 @@ def test_human_like_demos_and_runs_have_folders_of_their_own():
         scripted = compose("demo", overrides=["experiment=cpu_quickstart"])
         human_like = compose("demo", overrides=["experiment=cpu_quickstart_human_like"])
         insertion = compose("demo", overrides=["experiment=cpu_quickstart_human_like", "task=insertion"])
-        with pytest.raises(ValueError, match=r"demo.expert='people' is unknown; valid: human_like, human_like_planted, scripted"):
+        unknown = r"demo.expert='people' is unknown; valid: human_like, human_like_planted, scripted"
+        with pytest.raises(ValueError, match=unknown):
             demo_app.expert_named("people")
     assert (scripted.demo.expert, human_like.demo.expert) == ("scripted", "human_like")
     assert human_like.data.dataset_dir == "datasets/quickstart_transfer_cube_human_like"
