@@ -19,7 +19,7 @@ def test_four_camera_data_record_train_evaluate_export(run_script, tmp_path):
     data, run = tmp_path / "data", tmp_path / "run"
     run_script(
         "record_demos",
-        "num_episodes=2",
+        "num_episodes=1",
         f"cameras={LISTED}",
         "image_size=[32,32]",
         "render_quality=fast",

@@ -122,7 +122,7 @@ def test_chunked_mode_plays_in_order_and_requeries_on_schedule(tiny_checkpoint):
     policy = ACTPolicy.load(tiny_checkpoint, n_action_steps=3)
     calls = []
 
-    def fake_chunk(observation):
+    def fake_chunk(observation, episode=0):
         calls.append(len(calls))
         return np.arange(10)[:, None] * np.ones((10, 14)) + 100 * len(calls)
 
@@ -137,7 +137,7 @@ def test_ensembling_with_n_action_steps_queries_every_n_steps(tiny_checkpoint):
     policy = ACTPolicy.load(tiny_checkpoint, temporal_ensemble_coeff=0.0, n_action_steps=4)
     assert "a query every 4 steps" in policy.execution
 
-    def fake_chunk(observation):
+    def fake_chunk(observation, episode=0):
         policy.queries += 1
         return np.full((10, 14), float(policy.queries))
 

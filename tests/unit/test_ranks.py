@@ -93,7 +93,7 @@ def test_after_ddp_training_only_rank_zero_evaluates_the_demo(monkeypatch, tmp_p
     monkeypatch.setattr(
         demo_app, "record_with_bar", lambda settings: SimpleNamespace(kept=2, recorded=0, expert_success_rate=None)
     )
-    monkeypatch.setattr(demo_app, "train", lambda cfg: {})  # every rank returns from training
+    monkeypatch.setattr(demo_app, "train", lambda cfg, callbacks=(): {})  # every rank returns from training
     monkeypatch.setattr(demo_app, "evaluate_and_save", no_evaluation)
     monkeypatch.setattr(demo_app, "explicit_overrides", lambda: ["trainer.max_steps=4"])
     overrides = demo_overrides(tmp_path, "trainer.max_steps=4", "trainer.accelerator=gpu")  # no CPU timing
@@ -104,7 +104,7 @@ def test_after_ddp_training_only_rank_zero_evaluates_the_demo(monkeypatch, tmp_p
 
 def test_after_ddp_training_only_rank_zero_scores_the_learning_curve(monkeypatch, tmp_path):
     monkeypatch.setattr(rank_zero_only, "rank", 1)
-    monkeypatch.setattr(curve_app, "train", lambda cfg: {})
+    monkeypatch.setattr(curve_app, "train", lambda cfg, callbacks=(): {})
     monkeypatch.setattr(curve_app, "evaluate_and_save", no_evaluation)
     (tmp_path / "data").mkdir()
     overrides = [
