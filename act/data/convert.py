@@ -50,6 +50,7 @@ HDF5_MARKER = ".convert.json"  # inside an HDF5 ``out``: the settings of the unf
 TASK_TEXT = {
     "transfer_cube": "Pick up the cube with the right arm and transfer it to the left arm.",
     "insertion": "Insert the peg into the socket.",
+    "transfer_cube_divider": "Pass the cube from the right arm to the left, over or under the divider.",
 }
 
 

@@ -19,7 +19,10 @@ from act.common.aloha import (  # noqa: F401 - the robot's interface, for the si
 EPISODE_LEN = 400  # control steps of a scripted episode, both tasks
 MAX_REWARD = 4  # the last reward stage of both tasks: an episode succeeds when it reaches it
 
-TASKS = ("transfer_cube", "insertion")
+TASKS = ("transfer_cube", "insertion", "transfer_cube_divider")
+# A task's scene and reward: the paper's two, and transfer cube with a divider between the arms at mid height
+# (issue 52: the planted choice's hand-over goes above or below it, and the average of the two, into it).
+BASE_TASKS = {"transfer_cube": "transfer_cube", "insertion": "insertion", "transfer_cube_divider": "transfer_cube"}
 MODES = ("joint", "ee")
 RENDER_QUALITIES = ("paper", "fast")
 CAMERAS = ("top", "angle", "front_close", "left_pillar", "right_pillar", "left_wrist", "right_wrist")

@@ -10,9 +10,13 @@ from act.envs.constants import CAMERA_NAMES, EPISODE_LEN, MODES, RENDER_QUALITIE
 from act.envs.insertion import InsertionTask
 from act.envs.scene import load_physics
 from act.envs.task import AlohaEnv, BimanualTask
-from act.envs.transfer_cube import TransferCubeTask
+from act.envs.transfer_cube import TransferCubeDividerTask, TransferCubeTask
 
-TASK_CLASSES: dict[str, type[BimanualTask]] = {"transfer_cube": TransferCubeTask, "insertion": InsertionTask}
+TASK_CLASSES: dict[str, type[BimanualTask]] = {
+    "transfer_cube": TransferCubeTask,
+    "insertion": InsertionTask,
+    "transfer_cube_divider": TransferCubeDividerTask,
+}
 
 
 def validate_cameras(cameras: Sequence[str] | str | None) -> tuple[str, ...]:

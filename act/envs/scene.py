@@ -12,7 +12,7 @@ from dm_control import mujoco
 
 from act.common.checks import check_choice
 from act.common.errors import RunError
-from act.envs.constants import RENDER_QUALITIES
+from act.envs.constants import BASE_TASKS, RENDER_QUALITIES
 
 # Weld stiffness for the mocap -> gripper_link constraints of the ee scenes (see fix_mocap_welds).
 WELD_SOLREF = (0.01, 1.0)
@@ -36,9 +36,28 @@ def assets_dir() -> Path:
 
 
 def scene_xml(task: str, mode: str) -> Path:
-    """Path of the MJCF file for ``task`` ('transfer_cube'|'insertion') in ``mode`` ('joint'|'ee')."""
+    """The MJCF file of ``task``'s scene (transfer cube's for its divider variant) in ``mode`` ('joint'|'ee')."""
     prefix = "bimanual_viperx_end_effector_" if mode == "ee" else "bimanual_viperx_"
-    return assets_dir() / f"{prefix}{task}.xml"
+    return assets_dir() / f"{prefix}{BASE_TASKS[task]}.xml"
+
+
+# The divider of ``transfer_cube_divider``: a 1 cm plate across the table between the arms, 10 cm tall around the
+# middle height of the hand-over (z 0.20-0.30 m), at x = -0.07 where the left gripper reaches across to the cube.
+# A hand-over above it (z 0.38) or below it (z 0.12) passes; one at the height between them hits it.
+DIVIDER = {"name": "divider", "size": (0.005, 0.15, 0.05), "pos": (-0.07, 0.5, 0.25), "rgba": (0.25, 0.25, 0.3, 1.0)}
+
+
+def with_divider(path: Path):
+    """The compiled model of the scene at ``path`` with ``DIVIDER`` added to its world, as dm_control's model (the
+    spec it was compiled from kept alongside, which the model's lifetime follows)."""
+    import mujoco
+    from dm_control.mujoco import wrapper
+
+    spec = mujoco.MjSpec.from_file(str(path))
+    geom = spec.worldbody.add_geom()
+    geom.name, geom.type = DIVIDER["name"], mujoco.mjtGeom.mjGEOM_BOX
+    geom.size, geom.pos, geom.rgba = list(DIVIDER["size"]), list(DIVIDER["pos"]), list(DIVIDER["rgba"])
+    return wrapper.MjModel(spec.compile()), spec
 
 
 def fix_mocap_welds(physics: mujoco.Physics) -> None:
@@ -68,14 +87,19 @@ def load_physics(
     """Build a dm_control ``Physics`` for one scene.
 
     Args:
-        task: 'transfer_cube' or 'insertion'.
+        task: 'transfer_cube', 'insertion' or 'transfer_cube_divider' (transfer cube's scene with ``DIVIDER``).
         mode: 'joint' or 'ee'.
         render_quality: 'paper' keeps the shipped shadows and 4x multisampling; 'fast' turns
             both off (about 7x cheaper per frame on a software renderer; docs/results.md, Simulation).
         max_image_size: largest (H, W) that will be rendered; sizes the offscreen buffer.
     """
     check_choice("render_quality", render_quality, RENDER_QUALITIES)
-    physics = mujoco.Physics.from_xml_path(str(scene_xml(task, mode)))
+    if task == "transfer_cube_divider":
+        model, spec = with_divider(scene_xml(task, mode))
+        physics = mujoco.Physics.from_model(model)
+        physics.divider_spec = spec  # kept with the physics, as long as it lives
+    else:
+        physics = mujoco.Physics.from_xml_path(str(scene_xml(task, mode)))
     if mode == "ee":
         fix_mocap_welds(physics)
     vis = physics.model.vis

@@ -44,3 +44,10 @@ class TransferCubeTask(BimanualTask):
         if flags["left_touches_cube"] and not flags["cube_on_table"]:
             reward = MAX_REWARD
         return reward
+
+
+class TransferCubeDividerTask(TransferCubeTask):
+    """Transfer cube with a divider between the arms at mid height (``act.envs.scene.DIVIDER``): the same objects,
+    poses and reward; the hand-over must pass above or below the divider."""
+
+    name = "transfer_cube_divider"

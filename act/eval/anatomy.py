@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from act.envs.constants import MAX_REWARD
+from act.envs.constants import BASE_TASKS, MAX_REWARD
 
 
 def _on_table(task: str, flags: dict) -> bool:
-    if task == "insertion":
+    if BASE_TASKS[task] == "insertion":
         return bool(flags.get("peg_on_table") or flags.get("socket_on_table"))
     return bool(flags.get("cube_on_table"))
 
@@ -36,7 +36,7 @@ def failure_class(task: str, max_reward: int, final: dict | None) -> str:
     names = {
         "insertion": ("never grasped", "never lifted", "never met", "met, not inserted"),
         "transfer_cube": ("never touched", "never lifted", "never handed over", "handed over, not held"),
-    }[task]
+    }[BASE_TASKS[task]]
     return names[min(max_reward, len(names) - 1)]
 
 

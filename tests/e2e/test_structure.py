@@ -102,7 +102,7 @@ def composition_error(config_name: str, *overrides: str) -> str | None:
             "eval",
             ["task=insertion2"],
             "task=insertion2 is not a config in configs/task/; did you mean task=insertion? "
-            "(valid: insertion, transfer_cube)",
+            "(valid: insertion, transfer_cube, transfer_cube_divider)",
         ),
         (
             "run_realtime",
