@@ -16,6 +16,7 @@ import lightning as L
 from lightning.pytorch.callbacks import TQDMProgressBar
 
 from act.common.errors import InputError
+from act.data.dataset import StepSampler
 
 
 class SamplesPerSecond(L.Callback):
@@ -65,12 +66,17 @@ class ProgressBar(TQDMProgressBar):
     def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch, batch_idx: int) -> None:
         """A run resumed in the middle of an epoch: Lightning skips ``on_train_epoch_start`` then, which left
         the bar without its total, its label and a true rate (``Training: 2848/? 53 it/s``). It gets them here,
-        from the first batch: ``batch_idx`` batches of this epoch are done, the rest end at ``max_steps``."""
+        from the first batch: ``batch_idx`` batches of this epoch are done, the rest end at ``max_steps``.
+        A loader of step-based training (``StepSampler``) holds only the steps left, so its length is what is
+        left, not the epoch's (``2023/2700`` at step 2023 of 4500 was shown otherwise)."""
         if getattr(self, "_resumed_mid_epoch", False) and self.train_progress_bar is not None:
             self._resumed_mid_epoch = False
-            total = self.trainer.num_training_batches
+            left = self.trainer.num_training_batches
+            if not isinstance(getattr(trainer.train_dataloader, "sampler", None), StepSampler):
+                left -= batch_idx
             if trainer.max_steps > 0:
-                total = min(total, batch_idx + trainer.max_steps - trainer.global_step)
+                left = min(left, trainer.max_steps - trainer.global_step)
+            total = batch_idx + left
             bar = self.train_progress_bar
             bar.reset(total=None if math.isinf(total) else int(total))
             bar.initial = bar.n = batch_idx

@@ -10,7 +10,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 import torch.serialization
+from tqdm import tqdm
 
+from act.data.dataset import StepSampler
 from act.training.checkpoint_io import SafeCheckpointIO
 from act.training.divergence import DivergenceError, StopOnDivergence
 from act.training.module import ACTLitModule, channels_last_pays
@@ -199,3 +201,24 @@ def test_the_progress_bar_reads_the_gpu_every_ten_steps(device, rate):
     trainer = SimpleNamespace(strategy=SimpleNamespace(root_device=torch.device(device)), is_global_zero=True)
     bar.setup(trainer, None, "fit")
     assert bar.refresh_rate == rate
+
+
+@pytest.mark.parametrize(
+    "sampler, batches, batch_idx, step, total",
+    [
+        ("steps", 2700, 1800, 1800, 4500),  # step-based: the loader holds the 2700 steps left of 4500
+        ("steps", 2, 0, 2, 2),
+        ("epochs", 100, 30, 1030, 100),  # epoch-based: 70 batches left in the epoch, far from max_steps
+        ("epochs", 100, 30, 4480, 50),  # epoch-based: max_steps comes first
+    ],
+)
+def test_a_run_resumed_mid_epoch_gets_the_bar_total_its_loader_implies(sampler, batches, batch_idx, step, total):
+    bar = ProgressBar()
+    loader = SimpleNamespace(sampler=StepSampler(1, 4500) if sampler == "steps" else None)
+    trainer = SimpleNamespace(
+        num_training_batches=batches, train_dataloader=loader, max_steps=4500, global_step=step, current_epoch=0
+    )
+    bar._trainer, bar._resumed_mid_epoch = trainer, True
+    bar._train_progress_bar = tqdm_bar = tqdm(total=None, disable=True)
+    bar.on_train_batch_start(trainer, None, None, batch_idx)
+    assert (tqdm_bar.total, tqdm_bar.n) == (total, batch_idx)
