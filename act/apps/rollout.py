@@ -23,7 +23,7 @@ from act.common.video import tile, write_mp4
 from act.envs.constants import FPS, MAX_REWARD
 from act.envs.demonstration import DemonstrationRecorder
 from act.envs.experts import EXPERTS
-from act.envs.planted import mode_and_average_rewards, planted_summary
+from act.envs.planted import mode_and_average_replays, mode_and_average_rewards, planted_picture, planted_summary
 
 
 def main(cfg: DictConfig) -> dict:
@@ -45,21 +45,32 @@ def main(cfg: DictConfig) -> dict:
     wall = time.perf_counter() - start
     metrics = rollout_metrics(cfg.task.name, expert, episodes, videos, wall)
     if cfg.get("planted_average"):
-        metrics["planted"] = planted_average(recorder, expert, seeds)
+        metrics["planted"] = planted_average((recorder, filming), expert, seeds, int(cfg.num_videos), out_dir)
     path = write_json(out_dir / "metrics.json", metrics)
     report_rollouts(metrics, expert.name, path)
     return metrics
 
 
-def planted_average(recorder: DemonstrationRecorder, expert, seeds: range) -> dict:
-    """Each seed's two planted modes and their average, replayed (``act.envs.planted``)."""
+def planted_average(
+    recorders: tuple[DemonstrationRecorder, DemonstrationRecorder | None],
+    expert,
+    seeds: range,
+    num_videos: int,
+    out_dir: Path,
+) -> dict:
+    """Each seed's two planted modes and their average, replayed (``act.envs.planted``); the first ``num_videos``
+    seeds filmed into ``planted_seed<seed>.png``: the three replays after the decision, side by side."""
     if getattr(expert, "choice", None) != "planted":
         raise InputError("planted_average=true needs expert=human_like expert.choice=planted")
-    outcomes = [
-        mode_and_average_rewards(recorder, seed) for seed in tqdm(seeds, desc="planted modes and their average")
-    ]
+    recorder, filming = recorders
     names = [mode.name for mode in EXPERTS[recorder.task].PLANTED_MODES]
-    return planted_summary(outcomes, names)
+    outcomes, pictures = [], []
+    for i, seed in enumerate(tqdm(seeds, desc="planted modes and their average")):
+        modes, average, decision = mode_and_average_replays(filming if i < num_videos else recorder, seed)
+        outcomes.append(mode_and_average_rewards(modes, average, seed))
+        if i < num_videos:
+            pictures.append(str(planted_picture(modes, average, names, decision, out_dir / f"planted_seed{seed}.png")))
+    return {**planted_summary(outcomes, names), "pictures": pictures}
 
 
 def recorders(task: DictConfig, expert, num_videos: int) -> tuple[DemonstrationRecorder, DemonstrationRecorder | None]:
@@ -135,4 +146,5 @@ def report_rollouts(metrics: dict, expert: str, path: Path) -> None:
         print(
             f"planted modes replayed: {modes} | their average: {planted['average_successes']}/{planted['episodes']} "
             f"(mean max reward {planted['average_max_reward']:.2f})"
+            + "".join(f"\npicture: {picture}" for picture in planted["pictures"])
         )

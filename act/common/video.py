@@ -80,9 +80,17 @@ def filmstrip(video: str | Path, out_png: str | Path, frames: int = 8, columns: 
     if not images:
         raise InputError(f"{video} has no frames")
     picks = [images[round(i * (len(images) - 1) / max(1, frames - 1))] for i in range(frames)]
-    blank = np.zeros_like(picks[0])
-    rows = [picks[i : i + columns] for i in range(0, len(picks), columns)]
-    rows = [np.concatenate(row + [blank] * (columns - len(row)), axis=1) for row in rows]  # (h, columns * w, 3)
+    return frame_grid([picks[i : i + columns] for i in range(0, len(picks), columns)], out_png)
+
+
+def frame_grid(rows: list[list[np.ndarray]], out_png: str | Path) -> Path:
+    """A PNG of same-size (H, W, 3) uint8 frames, a row of the picture per list; short rows end in black."""
+    import imageio.v2 as imageio
+
+    if not rows or not rows[0]:
+        raise InputError(f"no frames for {out_png}")
+    columns, blank = max(map(len, rows)), np.zeros_like(rows[0][0])
+    lines = [np.concatenate(row + [blank] * (columns - len(row)), axis=1) for row in rows]  # (H, columns * W, 3)
     with atomic_path(out_png) as tmp:
-        imageio.imwrite(tmp, np.concatenate(rows, axis=0), format="PNG")
+        imageio.imwrite(tmp, np.concatenate(lines, axis=0), format="PNG")
     return Path(out_png)

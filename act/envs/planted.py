@@ -8,21 +8,55 @@ trajectory, and replays their mean, tick by tick: the trajectory a policy that a
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
+from act.common.video import frame_grid, overlay_text, tile
 from act.envs.constants import MAX_REWARD
-from act.envs.demonstration import DemonstrationRecorder
+from act.envs.demonstration import Demonstration, DemonstrationRecorder
 
 
-def mode_and_average_rewards(recorder: DemonstrationRecorder, seed: int) -> dict:
-    """The replays' max rewards for ``seed``: each planted mode's (``modes``, in mode order) and their average's."""
+def mode_and_average_replays(
+    recorder: DemonstrationRecorder, seed: int
+) -> tuple[list[Demonstration], Demonstration, int]:
+    """The replays of ``seed``: each planted mode's (in mode order, from the same object poses) and their
+    average's, filmed where ``recorder`` has cameras; and the tick of the decision (the human-like tempo moves
+    it, so it is the episode's own, not the plan's ``DECISION_T``)."""
     targets, poses = [], None
     for mode in (0, 1):
         joint, poses, _ = recorder.expert_joint_trajectory(seed, object_poses=poses, planted_mode=mode)
         targets.append(joint)
-    rewards = [recorder.replay(t, poses, seed).max_reward for t in targets]
-    average = recorder.replay((targets[0] + targets[1]) / 2.0, poses, seed).max_reward  # (T, 14) mean command
-    return {"seed": int(seed), "modes": rewards, "average": int(average)}
+    decision = int(recorder.expert_choices["decision_tick"])
+    modes = [recorder.replay(t, poses, seed) for t in targets]
+    return modes, recorder.replay((targets[0] + targets[1]) / 2.0, poses, seed), decision  # (T, 14) mean command
+
+
+def mode_and_average_rewards(modes: list[Demonstration], average: Demonstration, seed: int) -> dict:
+    """The replays' max rewards for ``seed``: each planted mode's (``modes``, in mode order) and their average's."""
+    return {"seed": int(seed), "modes": [int(e.max_reward) for e in modes], "average": int(average.max_reward)}
+
+
+def planted_picture(
+    modes: list[Demonstration],
+    average: Demonstration,
+    names: list[str],
+    decision_t: int,
+    out_png: str | Path,
+    columns: int = 4,
+) -> Path:
+    """A PNG of the replays after the decision: a row for each mode and one for their average, ``columns`` ticks
+    from ``decision_t`` to the end, each frame labelled with its row and tick."""
+    steps = len(average.qpos)
+    ticks = np.linspace(min(decision_t, steps - 1), steps - 1, columns).round().astype(int)
+    rows = [
+        [
+            overlay_text(tile({cam: frames[t] for cam, frames in episode.images.items()}), [f"{name}, tick {t}"])
+            for t in ticks
+        ]
+        for name, episode in zip([*names, "their average"], [*modes, average])
+    ]
+    return frame_grid(rows, out_png)
 
 
 def planted_summary(outcomes: list[dict], mode_names: list[str]) -> dict:

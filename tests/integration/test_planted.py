@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import h5py
+import imageio.v2 as imageio
 import numpy as np
 import pytest
 from helpers import IMAGE, run_eval
@@ -79,3 +80,28 @@ def test_evaluation_reports_where_each_rollout_met_and_the_mode_coverage(tiny_ch
     assert set(metrics["mode_coverage"]) == {"high", "low", "neither"}
     assert sum(entry["episodes"] for entry in metrics["mode_coverage"].values()) == 2
     assert "z sampled per episode" in metrics["execution"]
+
+
+def test_the_average_of_the_two_modes_runs_into_the_divider_and_is_pictured(run_script, tmp_path):
+    # Seed 1 on transfer_cube_divider: each mode hands over (above, below); their tick-by-tick mean lifts the
+    # cube into the divider and never hands it over (seed 0 is one of the expert's 3 failures in 50).
+    out = tmp_path / "rollout"
+    proc = run_script(
+        "scripted_rollout",
+        "task=transfer_cube_divider",
+        "expert=human_like_planted",
+        "planted_average=true",
+        "num_episodes=1",
+        "seed=1",
+        "num_videos=1",
+        "task.image_size=[24,32]",
+        f"out_dir={out}",
+    )
+    planted = json.loads((out / "metrics.json").read_text())["planted"]
+    assert planted["outcomes"] == [{"seed": 1, "modes": [4, 4], "average": 2}]  # lifted, not handed over
+    assert planted["average_successes"] == 0 and planted["mode_successes"] == {"high": 1, "low": 1}
+    picture = imageio.imread(out / "planted_seed1.png")
+    assert picture.shape == (3 * 24, 4 * 32, 3)  # high, low, their average; four ticks from the decision on
+    at_decision = picture[:, :32].reshape(3, 24, 32, 3)[:, 16:]  # below each frame's label band
+    assert (at_decision == at_decision[0]).all() and (picture[16:24, 32:] != picture[40:48, 32:]).any()
+    assert f"picture: {out / 'planted_seed1.png'}" in proc.stdout
