@@ -129,6 +129,19 @@ def pick_cube(cube: np.ndarray, quat: np.ndarray) -> list[Waypoint]:
     ]
 
 
+def take_cube(meet: np.ndarray, quat: np.ndarray, approach: int, enter: int, close: int, pull: int) -> list[Waypoint]:
+    """The left gripper's half of a hand-over at ``meet``: 10 cm short of it at tick ``approach``, in around the
+    cube at ``enter``, closed at ``close``, the cube pulled 10 cm to the left at ``pull`` and held to the end."""
+    beside, around = meet + [-0.1, 0, -0.02], meet + [0.02, 0, -0.02]
+    return [
+        Waypoint(approach, beside, quat, 1.0),
+        Waypoint(enter, around, quat, 1.0, "handover"),
+        Waypoint(close, around, quat, 0.0, "handover"),
+        Waypoint(pull, beside, quat, 0.0),
+        Waypoint(400, beside, quat, 0.0),
+    ]
+
+
 def pick_part(part: np.ndarray, quat: np.ndarray) -> list[Waypoint]:
     """Insertion's pick of the peg or the socket: above it at t 120, down around it at 170, closed at 220."""
     return [
@@ -227,11 +240,7 @@ class TransferCubeExpert(ScriptedExpert):
         meet_quat = quat_from_axis_angle([1, 0, 0], 90)
         left = [
             Waypoint(0, left_xyz, left_start, 0.0),
-            Waypoint(100, meet + [-0.1, 0, -0.02], meet_quat, 1.0),  # approach the meeting point
-            Waypoint(260, meet + [0.02, 0, -0.02], meet_quat, 1.0, "handover"),  # move in around the cube
-            Waypoint(310, meet + [0.02, 0, -0.02], meet_quat, 0.0, "handover"),  # close the gripper
-            Waypoint(360, meet + [-0.1, 0, -0.02], meet_quat, 0.0),  # pull the cube to the left
-            Waypoint(400, meet + [-0.1, 0, -0.02], meet_quat, 0.0),  # hold
+            *take_cube(meet, meet_quat, approach=100, enter=260, close=310, pull=360),
         ]
         right = [
             Waypoint(0, right_xyz, right_start, 0.0),
@@ -265,11 +274,7 @@ class TransferCubeExpert(ScriptedExpert):
             Waypoint(0, left_xyz, left_start, 0.0),
             Waypoint(120, wait_left, LEVEL_QUAT, 1.0, "decision"),
             Waypoint(200, wait_left, LEVEL_QUAT, 1.0, "decision"),  # the decision
-            Waypoint(250, meet + [-0.1, 0, -0.02], meet_quat, 1.0),  # approach, rolled as the mode says
-            Waypoint(290, meet + [0.02, 0, -0.02], meet_quat, 1.0, "handover"),  # move in around the cube
-            Waypoint(330, meet + [0.02, 0, -0.02], meet_quat, 0.0, "handover"),  # close the gripper
-            Waypoint(370, meet + [-0.1, 0, -0.02], meet_quat, 0.0),  # pull the cube to the left
-            Waypoint(400, meet + [-0.1, 0, -0.02], meet_quat, 0.0),  # hold
+            *take_cube(meet, meet_quat, approach=250, enter=290, close=330, pull=370),  # rolled as the mode says
         ]
         right = [
             Waypoint(0, right_xyz, right_start, 0.0),
