@@ -33,7 +33,22 @@ def aggregate(results: dict[str, dict]) -> dict:
     coverage = pooled_coverage(results)
     if coverage:
         pooled["mode_coverage"] = coverage
+    failures = pooled_failures(results)
+    if failures:
+        pooled["failures"] = failures
     return pooled
+
+
+def pooled_failures(results: dict[str, dict]) -> dict | None:
+    """How the failed episodes of every run failed (``act.eval.anatomy``): {class: episodes}, most first; None
+    where a run has no failure anatomy (metrics written before it was measured)."""
+    if not all("failure_anatomy" in m for m in results.values()):
+        return None
+    totals: dict[str, int] = {}
+    for m in results.values():
+        for name, entry in m["failure_anatomy"]["classes"].items():
+            totals[name] = totals.get(name, 0) + int(entry["episodes"])
+    return dict(sorted(totals.items(), key=lambda kv: -kv[1]))
 
 
 def pooled_coverage(results: dict[str, dict]) -> dict | None:
@@ -96,15 +111,18 @@ def ablation_markdown(table: dict) -> str:
         )
     )
     mode_head = f" modes ({' / '.join(modes)}) |" if modes else ""
+    failures = any("failures" in c for cells in table["lines"].values() for c in cells.values())
+    mode_head += " failures, most first |" if failures else ""
     rows = [
         f"## {table['title']}",
         "",
         f"`{table['command']}`{budget}; evaluation: {evaluation}. Success pooled "
         "over each variant's runs, with its 95% Wilson interval; then each run's, and their range"
-        + ("; then the share of rollouts that took each planted mode." if modes else "."),
+        + ("; then the share of rollouts that took each planted mode" if modes else "")
+        + ("; then how the failed episodes failed (act/eval/anatomy.py)." if failures else "."),
         "",
         f"| {first} | {table['setting']} | success (95% CI) | {' | '.join(samples)} | range |{mode_head}",
-        "|" + "---|" * (len(samples) + 4 + (1 if modes else 0)),
+        "|" + "---|" * (len(samples) + 4 + (1 if modes else 0) + (1 if failures else 0)),
     ]
     for line, cells in table["lines"].items():
         for variant, c in cells.items():
@@ -114,8 +132,17 @@ def ablation_markdown(table: dict) -> str:
             shares = " / ".join(f"{coverage[m]['share']:.2f}" if m in coverage else "-" for m in modes)
             rows.append(
                 f"| {line} | {variant} | {c['successes']}/{c['num_episodes']} = {c['success_rate']:.2f} "
-                f"({low:.2f}-{high:.2f}) | {runs} | {c['min']:.2f}-{c['max']:.2f} |" + (f" {shares} |" if modes else "")
+                f"({low:.2f}-{high:.2f}) | {runs} | {c['min']:.2f}-{c['max']:.2f} |"
+                + (f" {shares} |" if modes else "")
+                + (f" {failed(c.get('failures'))} |" if failures else "")
             )
     for line, paths in (table["checkpoints"] or {}).items():
         rows += ["", f"{line}: " + ", ".join(f"{k} = `{p}`" for k, p in paths.items())]
     return "\n".join(rows) + "\n"
+
+
+def failed(failures: dict | None) -> str:
+    """A cell of failure classes (``never grasped 12, dropped 3``): ``-`` where unmeasured, ``none`` if none failed."""
+    if failures is None:
+        return "-"
+    return ", ".join(f"{name} {n}" for name, n in failures.items()) or "none"

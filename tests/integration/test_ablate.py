@@ -45,6 +45,39 @@ def test_a_variant_s_runs_pool_into_one_rate_with_a_wilson_interval():
     assert none["success_rate_ci95"][0] == 0.0 and none["success_rate_ci95"][1] == pytest.approx(0.0713, abs=1e-4)
 
 
+def test_modes_and_failures_pool_over_the_runs_into_the_table():
+    def run(successes, high, low, classes):
+        anatomy = {"classes": {name: {"episodes": n} for name, n in classes.items()}}
+        coverage = {"high": {"episodes": high, "successes": high}, "low": {"episodes": low, "successes": 0}}
+        return {
+            "successes": successes,
+            "num_episodes": 10,
+            "success_rate": successes / 10,
+            "mode_coverage": coverage,
+            "failure_anatomy": anatomy,
+        }
+
+    pooled = ablation_table.aggregate(
+        {"seed0": run(6, 6, 4, {"dropped": 1, "never met": 3}), "seed1": run(2, 2, 8, {"never met": 8})}
+    )
+    assert pooled["mode_coverage"]["high"] == {"episodes": 8, "successes": 8, "share": 0.4}
+    assert list(pooled["failures"].items()) == [("never met", 11), ("dropped", 1)]  # most first
+    older = ablation_table.aggregate({"seed0": {"successes": 1, "num_episodes": 10, "success_rate": 0.1}})
+    assert "failures" not in older and "mode_coverage" not in older
+    table = {
+        "title": "t",
+        "setting": "s",
+        "command": "c",
+        "evaluation_only": True,
+        "eval": {"seed": 200000},
+        "lines": {"planted": {"kl10": pooled, "without": older}},
+        "checkpoints": None,
+    }
+    rows = ablation_table.ablation_markdown(table).splitlines()
+    assert rows[4].endswith("| range | modes (high / low) | failures, most first |") and rows[5].count("---|") == 8
+    assert rows[6].endswith("| 0.40 / 0.60 | never met 11, dropped 1 |") and rows[7].endswith("| - / - | - |")
+
+
 def test_the_shipped_ablations_run_the_paper_s_settings_at_the_quickstart_s_scale(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the relative outputs/ of the settings: not the repository's, which may hold runs
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
