@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
 from omegaconf import DictConfig
 from tqdm import tqdm
 
@@ -20,10 +21,17 @@ from act.common.errors import InputError
 from act.common.io import write_json
 from act.common.metrics import summarize
 from act.common.video import tile, write_mp4
+from act.data.stats import MIN_STD
 from act.envs.constants import FPS, MAX_REWARD
 from act.envs.demonstration import DemonstrationRecorder
 from act.envs.experts import EXPERTS
-from act.envs.planted import mode_and_average_replays, mode_and_average_rewards, planted_picture, planted_summary
+from act.envs.planted import (
+    latent_saving,
+    mode_and_average_replays,
+    mode_and_average_rewards,
+    planted_picture,
+    planted_summary,
+)
 
 
 def main(cfg: DictConfig) -> dict:
@@ -45,7 +53,11 @@ def main(cfg: DictConfig) -> dict:
     wall = time.perf_counter() - start
     metrics = rollout_metrics(cfg.task.name, expert, episodes, videos, wall)
     if cfg.get("planted_average"):
-        metrics["planted"] = planted_average((recorder, filming), expert, seeds, int(cfg.num_videos), out_dir)
+        if int(cfg.planted_chunk_size) < 1:
+            raise InputError(f"planted_chunk_size must be a positive integer, got {cfg.planted_chunk_size}")
+        metrics["planted"] = planted_average(
+            (recorder, filming), expert, seeds, int(cfg.num_videos), out_dir, int(cfg.planted_chunk_size)
+        )
     path = write_json(out_dir / "metrics.json", metrics)
     report_rollouts(metrics, expert.name, path)
     return metrics
@@ -57,20 +69,30 @@ def planted_average(
     seeds: range,
     num_videos: int,
     out_dir: Path,
+    chunk_size: int,
 ) -> dict:
     """Each seed's two planted modes and their average, replayed (``act.envs.planted``); the first ``num_videos``
-    seeds filmed into ``planted_seed<seed>.png``: the three replays after the decision, side by side."""
+    seeds filmed into ``planted_seed<seed>.png``: the three replays after the decision, side by side; and the L1
+    a perfect latent would save per sample with chunks of ``chunk_size`` (``act.envs.planted.latent_saving``)."""
     if getattr(expert, "choice", None) != "planted":
         raise InputError("planted_average=true needs expert=human_like expert.choice=planted")
     recorder, filming = recorders
     names = [mode.name for mode in EXPERTS[recorder.task].PLANTED_MODES]
-    outcomes, pictures = [], []
+    outcomes, pictures, actions = [], [], []
     for i, seed in enumerate(tqdm(seeds, desc="planted modes and their average")):
         modes, average, decision = mode_and_average_replays(filming if i < num_videos else recorder, seed)
         outcomes.append(mode_and_average_rewards(modes, average, seed))
+        actions.append(([m.action for m in modes], decision))
         if i < num_videos:
             pictures.append(str(planted_picture(modes, average, names, decision, out_dir / f"planted_seed{seed}.png")))
-    return {**planted_summary(outcomes, names), "pictures": pictures}
+    # Scaled as training normalises actions (act/data/stats.py), by their std over these replays.
+    scale = np.clip(np.concatenate([a for pair, _ in actions for a in pair]).std(axis=0), MIN_STD, None)
+    saving = np.mean([latent_saving([a / scale for a in pair], d, chunk_size) for pair, d in actions])
+    return {
+        **planted_summary(outcomes, names),
+        "pictures": pictures,
+        "latent_saving": {"chunk_size": chunk_size, "l1_per_sample": float(saving)},
+    }
 
 
 def recorders(task: DictConfig, expert, num_videos: int) -> tuple[DemonstrationRecorder, DemonstrationRecorder | None]:
@@ -145,6 +167,8 @@ def report_rollouts(metrics: dict, expert: str, path: Path) -> None:
         modes = ", ".join(f"{name} {k}/{planted['episodes']}" for name, k in planted["mode_successes"].items())
         print(
             f"planted modes replayed: {modes} | their average: {planted['average_successes']}/{planted['episodes']} "
-            f"(mean max reward {planted['average_max_reward']:.2f})"
+            f"(mean max reward {planted['average_max_reward']:.2f})\n"
+            f"a perfect latent would save {planted['latent_saving']['l1_per_sample']:.4f} of the averaged L1 per "
+            f"sample (chunks of {planted['latent_saving']['chunk_size']}); one bit of it costs kl_weight x 0.693"
             + "".join(f"\npicture: {picture}" for picture in planted["pictures"])
         )

@@ -59,6 +59,17 @@ def planted_picture(
     return frame_grid(rows, out_png)
 
 
+def latent_saving(modes: list[np.ndarray], decision: int, chunk_size: int) -> float:
+    """The averaged L1 a perfect latent would save per training sample of one seed: ``modes`` are its two
+    modes' action trajectories (T, A), already scaled as training normalises them. A chunk that starts at or
+    before ``decision`` comes from an observation that cannot tell the modes apart, so the best chunk without z is
+    their median, off by half their gap entry by entry; a later start shows the mode and saves nothing. Averaged
+    over every start tick, as training samples them. One bit of latent costs ``kl_weight * ln 2`` of loss."""
+    high, low = modes
+    saved = [np.abs(high[t : t + chunk_size] - low[t : t + chunk_size]).mean() / 2 for t in range(decision + 1)]
+    return float(np.sum(saved) / len(high))
+
+
 def planted_summary(outcomes: list[dict], mode_names: list[str]) -> dict:
     """Successes of each mode and of the average over ``outcomes`` (``mode_and_average_rewards``'s)."""
     n = len(outcomes)

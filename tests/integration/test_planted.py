@@ -105,3 +105,6 @@ def test_the_average_of_the_two_modes_runs_into_the_divider_and_is_pictured(run_
     at_decision = picture[:, :32].reshape(3, 24, 32, 3)[:, 16:]  # below each frame's label band
     assert (at_decision == at_decision[0]).all() and (picture[16:24, 32:] != picture[40:48, 32:]).any()
     assert f"picture: {out / 'planted_seed1.png'}" in proc.stdout
+    saving = planted["latent_saving"]
+    assert saving["chunk_size"] == 50 and 0.001 < saving["l1_per_sample"] < 0.1  # 0.0108 (docs/results/ablations.md)
+    assert f"a perfect latent would save {saving['l1_per_sample']:.4f} of the averaged L1 per sample" in proc.stdout

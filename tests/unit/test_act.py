@@ -217,3 +217,45 @@ def test_tiny_model_fits_a_fixed_batch():
         opt.step()
         l1s.append(losses["l1"].item())
     assert min(l1s[-5:]) < 0.7 * l1s[0], l1s  # 0.41 here; 0.35-0.66 over 8 other seeds
+
+
+def coin_fit(kl_weight: float, steps: int = 150) -> tuple[ACT, float]:
+    """A tiny CVAE trained where a hidden coin alone decides the chunk (+1 or -1 throughout; the observation is
+    constant): the latent is the only way to tell the two apart. Returns the model and the last steps' mean KL."""
+    torch.manual_seed(0)
+    config = ACTConfig(
+        state_dim=2, action_dim=2, chunk_size=8, hidden_dim=32, ff_dim=64, heads=2, enc_layers=1,
+        vae_enc_layers=1, latent_dim=4, dropout=0.0, backbone_norm="group_norm", backbone_layer=3,
+    )  # fmt: skip
+    model = ACT(config)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    qpos, images, kls = torch.zeros(16, 2), torch.zeros(16, 1, 3, 16, 16), []
+    for _ in range(steps):
+        coin = torch.randint(0, 2, (16,)).float() * 2 - 1  # (B,)
+        target = coin[:, None, None].expand(16, 8, 2)  # (B, k, A)
+        out = model(qpos, images, target)
+        losses = act_loss(out["actions"], target, None, out["mu"], out["logvar"], kl_weight)
+        opt.zero_grad()
+        losses["loss"].backward()
+        opt.step()
+        kls.append(losses["kl"].item())
+    return model.eval(), sum(kls[-20:]) / 20
+
+
+@pytest.mark.parametrize("kl_weight", [0.01, 10.0])
+def test_the_latent_carries_a_hidden_choice_only_where_a_bit_costs_less_than_it_saves(kl_weight):
+    """A perfect latent saves the whole L1 here (1.0 per sample: the median of +1 and -1 is off by 1); one bit of
+    it costs kl_weight * ln 2. At 0.01 (0.007) the CVAE learns the coin, and z = its posterior mean decodes each
+    side; at the paper's 10 (6.9) it collapses, the optimum of that loss, and both decode alike (docs/results/
+    ablations.md, "The price of a bit")."""
+    model, kl = coin_fit(kl_weight)
+    qpos, images = torch.zeros(1, 2), torch.zeros(1, 1, 3, 16, 16)
+    with torch.no_grad():
+        decoded = [
+            model(qpos, images, latent=model.encode_latent(qpos, torch.full((1, 8, 2), side))[0])["actions"].mean()
+            for side in (-1.0, 1.0)
+        ]
+    if kl_weight < 1:
+        assert kl > 0.5 and decoded[0] < -0.8 and decoded[1] > 0.8, (kl, decoded)  # over half a nat, both sides
+    else:
+        assert kl < 0.01 and abs(decoded[1] - decoded[0]) < 0.1, (kl, decoded)  # collapsed: one answer for both

@@ -10,6 +10,7 @@ from act.envs import TASKS, make_env
 from act.envs.constants import EPISODE_LEN
 from act.envs.experts import EXPERTS, make_expert
 from act.envs.human_like import HumanLikeSettings
+from act.envs.planted import latent_saving
 from act.eval.modes import mode_coverage, planted_mode_of
 from act.runtime.execution import ExecutionConfig
 
@@ -81,3 +82,13 @@ def test_the_latent_at_test_time_is_a_checked_execution_setting():
     assert ExecutionConfig().latent == "zero" and ExecutionConfig(latent="sample").latent == "sample"
     with pytest.raises(ValueError, match="execution.latent"):
         ExecutionConfig(latent="mean")
+
+
+def test_a_perfect_latent_saves_half_the_gap_on_chunks_that_start_by_the_decision():
+    # Two modes 2 apart on one dimension from tick 6 on, 10 ticks, chunks of 4, the decision at tick 4: the
+    # chunks starting at 3 and 4 reach past it (1 and 2 of 4 ticks apart: half the gap, 1, over 2 dimensions).
+    high, low = np.zeros((10, 2)), np.zeros((10, 2))
+    high[6:, 0], low[6:, 0] = 1.0, -1.0
+    per_start = [0, 0, 0, 1 / 8, 2 / 8]  # starts 0..4: mean |high - low| / 2 over the chunk's 4 x 2 entries
+    assert latent_saving([high, low], decision=4, chunk_size=4) == pytest.approx(sum(per_start) / 10)
+    assert latent_saving([high, low], decision=2, chunk_size=4) == 0.0  # decided before the modes part
