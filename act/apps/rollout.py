@@ -26,6 +26,7 @@ from act.envs.constants import FPS, MAX_REWARD
 from act.envs.demonstration import DemonstrationRecorder
 from act.envs.experts import EXPERTS
 from act.envs.planted import (
+    chunk_savings,
     latent_saving,
     mode_and_average_replays,
     mode_and_average_rewards,
@@ -87,11 +88,13 @@ def planted_average(
             pictures.append(str(planted_picture(modes, average, names, decision, out_dir / f"planted_seed{seed}.png")))
     # Scaled as training normalises actions (act/data/stats.py), by their std over these replays.
     scale = np.clip(np.concatenate([a for pair, _ in actions for a in pair]).std(axis=0), MIN_STD, None)
-    saving = np.mean([latent_saving([a / scale for a in pair], d, chunk_size) for pair, d in actions])
+    scaled = [([a / scale for a in pair], d) for pair, d in actions]
+    saving = np.mean([latent_saving(pair, d, chunk_size) for pair, d in scaled])
+    largest = np.mean([chunk_savings(pair, d, chunk_size).max() for pair, d in scaled])
     return {
         **planted_summary(outcomes, names),
         "pictures": pictures,
-        "latent_saving": {"chunk_size": chunk_size, "l1_per_sample": float(saving)},
+        "latent_saving": {"chunk_size": chunk_size, "l1_per_sample": float(saving), "largest_chunk": float(largest)},
     }
 
 
@@ -163,12 +166,13 @@ def report_rollouts(metrics: dict, expert: str, path: Path) -> None:
         f"{metrics['episodes_per_min']:.0f} episodes/min | {path}"
     )
     if "planted" in metrics:
-        planted = metrics["planted"]
+        planted, saving = metrics["planted"], metrics["planted"]["latent_saving"]
         modes = ", ".join(f"{name} {k}/{planted['episodes']}" for name, k in planted["mode_successes"].items())
         print(
             f"planted modes replayed: {modes} | their average: {planted['average_successes']}/{planted['episodes']} "
             f"(mean max reward {planted['average_max_reward']:.2f})\n"
-            f"a perfect latent would save {planted['latent_saving']['l1_per_sample']:.4f} of the averaged L1 per "
-            f"sample (chunks of {planted['latent_saving']['chunk_size']}); one bit of it costs kl_weight x 0.693"
+            f"a perfect latent would save {saving['l1_per_sample']:.4f} of the averaged L1 per sample (chunks of "
+            f"{saving['chunk_size']}), {saving['largest_chunk']:.3f} on the chunk that gains most; one bit of it "
+            "costs kl_weight x 0.693 on each chunk whose z carries it"
             + "".join(f"\npicture: {picture}" for picture in planted["pictures"])
         )

@@ -59,15 +59,21 @@ def planted_picture(
     return frame_grid(rows, out_png)
 
 
-def latent_saving(modes: list[np.ndarray], decision: int, chunk_size: int) -> float:
-    """The averaged L1 a perfect latent would save per training sample of one seed: ``modes`` are its two
-    modes' action trajectories (T, A), already scaled as training normalises them. A chunk that starts at or
-    before ``decision`` comes from an observation that cannot tell the modes apart, so the best chunk without z is
-    their median, off by half their gap entry by entry; a later start shows the mode and saves nothing. Averaged
-    over every start tick, as training samples them. One bit of latent costs ``kl_weight * ln 2`` of loss."""
+def chunk_savings(modes: list[np.ndarray], decision: int, chunk_size: int) -> np.ndarray:
+    """The averaged L1 a perfect latent would save on the chunk starting at each tick up to ``decision``: ``modes``
+    are one seed's two modes' action trajectories (T, A), already scaled as training normalises them. Such a chunk
+    comes from an observation that cannot tell the modes apart, so the best chunk without z is their median, off
+    by half their gap entry by entry. A later start shows the mode and saves nothing."""
     high, low = modes
-    saved = [np.abs(high[t : t + chunk_size] - low[t : t + chunk_size]).mean() / 2 for t in range(decision + 1)]
-    return float(np.sum(saved) / len(high))
+    gaps = [np.abs(high[t : t + chunk_size] - low[t : t + chunk_size]).mean() for t in range(decision + 1)]
+    return np.array(gaps) / 2
+
+
+def latent_saving(modes: list[np.ndarray], decision: int, chunk_size: int) -> float:
+    """``chunk_savings`` averaged over every start tick of the episode, as training samples them. One bit of latent
+    costs ``kl_weight * ln 2`` of loss, but only on the chunks whose z carries it: those that reach past the
+    decision, where the saving is ``chunk_savings``' largest."""
+    return float(np.sum(chunk_savings(modes, decision, chunk_size)) / len(modes[0]))
 
 
 def planted_summary(outcomes: list[dict], mode_names: list[str]) -> dict:

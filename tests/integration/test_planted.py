@@ -107,4 +107,5 @@ def test_the_average_of_the_two_modes_runs_into_the_divider_and_is_pictured(run_
     assert f"picture: {out / 'planted_seed1.png'}" in proc.stdout
     saving = planted["latent_saving"]
     assert saving["chunk_size"] == 50 and 0.001 < saving["l1_per_sample"] < 0.1  # 0.0108 (docs/results/ablations.md)
+    assert saving["l1_per_sample"] < saving["largest_chunk"] < 1.0  # the chunk that reaches past the decision
     assert f"a perfect latent would save {saving['l1_per_sample']:.4f} of the averaged L1 per sample" in proc.stdout

@@ -10,7 +10,7 @@ from act.envs import TASKS, make_env
 from act.envs.constants import EPISODE_LEN
 from act.envs.experts import EXPERTS, make_expert
 from act.envs.human_like import HumanLikeSettings
-from act.envs.planted import latent_saving
+from act.envs.planted import chunk_savings, latent_saving
 from act.eval.modes import mode_coverage, planted_mode_of
 from act.runtime.execution import ExecutionConfig
 
@@ -91,4 +91,5 @@ def test_a_perfect_latent_saves_half_the_gap_on_chunks_that_start_by_the_decisio
     high[6:, 0], low[6:, 0] = 1.0, -1.0
     per_start = [0, 0, 0, 1 / 8, 2 / 8]  # starts 0..4: mean |high - low| / 2 over the chunk's 4 x 2 entries
     assert latent_saving([high, low], decision=4, chunk_size=4) == pytest.approx(sum(per_start) / 10)
+    assert chunk_savings([high, low], decision=4, chunk_size=4) == pytest.approx(per_start)  # the last gains most
     assert latent_saving([high, low], decision=2, chunk_size=4) == 0.0  # decided before the modes part
