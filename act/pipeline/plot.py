@@ -172,10 +172,10 @@ def plot_mode_coverage(ax, table: dict) -> None:
         shares = np.array([coverage.get(mode, {}).get("share", 0.0) for *_, coverage in bars])
         ax.bar(x, shares, bottom=bottom, label=mode, color="lightgray" if mode == "neither" else None)
         bottom += shares
-    ax.set_xticks(x, [f"{line}\n{v}" for line, v, _ in bars], fontsize=7)
+    ax.set_xticks(x, [f"{line}, {v}" for line, v, _ in bars], fontsize=7, rotation=35, ha="right")
     ax.set_ylabel("share of rollouts taking each mode")
     ax.set_ylim(0, 1.02)
-    ax.legend(loc="best", fontsize=8)
+    ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
     ax.set_title("mode coverage", fontsize=10)
 
 
