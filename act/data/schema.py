@@ -19,6 +19,7 @@ int64 (the control tick of each step: gaps are ticks the loop missed). Plain rea
 from __future__ import annotations
 
 import io
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,20 @@ class EpisodeInfo:
     @property
     def label(self) -> str:
         return self.name or self.path.name
+
+    @property
+    def demonstrations(self) -> str | None:
+        """Who performed this episode, from its ``expert`` and ``expert_settings`` attributes: the expert's name,
+        then ``/`` and its choice where its settings have one (``scripted``, ``human_like/planted``); None where no
+        expert of ours recorded it (a real robot, a converted dataset)."""
+        expert = self.attrs.get("expert")
+        if not expert:
+            return None
+        try:
+            choice = json.loads(self.attrs.get("expert_settings") or "{}").get("choice")
+        except (TypeError, ValueError, AttributeError):  # not a JSON object: the name alone
+            choice = None
+        return f"{expert}/{choice}" if choice else str(expert)
 
 
 def _is_jpeg(root: h5py.File, dataset: h5py.Dataset) -> bool:

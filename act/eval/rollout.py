@@ -237,6 +237,7 @@ class EvalSpec:
     video_size: tuple[int, int] = (240, 320)
     workers: int = 1
     batch_envs: int = 1  # episodes per worker run side by side, their network queries batched
+    planted_modes: bool = False  # the policy learned from the planted choice: report which mode each rollout took
 
 
 _WORKER: dict = {}
@@ -296,7 +297,8 @@ def evaluate(spec: EvalSpec, progress: Callable[[EpisodeResult, list[EpisodeResu
                     progress(result, results)
     metrics = episode_metrics(results, time.perf_counter() - start)
     metrics["failure_anatomy"] = failure_anatomy(spec.task, metrics["episodes"])
-    metrics["mode_coverage"] = mode_coverage(spec.task, metrics["episodes"])  # of the planted choice's modes
+    if spec.planted_modes:  # of the planted choice's modes; for any other policy the shares would mean nothing
+        metrics["mode_coverage"] = mode_coverage(spec.task, metrics["episodes"])
     return metrics
 
 

@@ -57,6 +57,9 @@ class PolicySpec:
             evaluation renders the same way.
         stats: ``qpos_mean``/``qpos_std``/``action_mean``/``action_std`` (D,) per dimension, or None
             (identity: an untrained network).
+        demonstrations: who performed the training demonstrations, as the dataset says: the simulated expert's
+            name, then ``/`` and its choice where it has one (``scripted``, ``human_like/meeting``,
+            ``human_like/planted``); None for data no expert of ours recorded (a real robot, older files).
         chunk_size, state_dim, action_dim: k, the qpos size and the action size; None until the
             network fills them in (``for_network``).
 
@@ -68,12 +71,13 @@ class PolicySpec:
     image_size: tuple[int, int] = field(default=(480, 640), metadata=_setting("task.image_size"))
     render_quality: str | None = None
     stats: dict[str, tuple[float, ...]] | None = None
+    demonstrations: str | None = None
     chunk_size: int | None = None
     state_dim: int | None = None
     action_dim: int | None = None
 
     def __post_init__(self):
-        for name in ("task", "render_quality"):
+        for name in ("task", "render_quality", "demonstrations"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise InputError(f"policy spec: {name} must be a name or None, got {value!r}")

@@ -9,8 +9,10 @@ import h5py
 import imageio.v2 as imageio
 import numpy as np
 import pytest
+import torch
 from helpers import IMAGE, run_eval
 
+from act.apps.adapters.evaluation import learned_planted_choice
 from act.common.errors import InputError
 from act.data.record import RecordSettings, record
 from act.envs.human_like import HumanLikeSettings
@@ -67,19 +69,29 @@ def test_sampling_needs_the_checkpoint_and_a_cvae(tiny_checkpoint, tmp_path):
     assert ACTPolicy(plain, latent="sample").latent == "zero (no CVAE)"
 
 
-def test_evaluation_reports_where_each_rollout_met_and_the_mode_coverage(tiny_checkpoint, tmp_path):
-    metrics, line = run_eval(
-        f"ckpt_path={tiny_checkpoint}",
-        "num_episodes=2",
-        "episode_len=30",
-        "num_videos=0",
-        "execution.latent=sample",
-        f"out_dir={tmp_path}",
-    )
-    assert all(len(e["meeting"]["objects"]) == 3 and e["meeting"]["gripper_gap_m"] > 0 for e in metrics["episodes"])
+def test_evaluation_reports_the_mode_coverage_of_a_policy_that_learned_the_planted_choice(tiny_checkpoint, tmp_path):
+    # The tiny checkpoint learned from scripted demonstrations: where it met is recorded, but which planted mode it
+    # took would mean nothing (it was never shown one), so no coverage. The same weights, their spec saying they
+    # learned from the planted choice, get it.
+    args = ("num_episodes=2", "episode_len=30", "num_videos=0", "execution.latent=sample")
+    scripted, _ = run_eval(f"ckpt_path={tiny_checkpoint}", *args, f"out_dir={tmp_path / 'scripted'}")
+    assert scripted["demonstrations"] == "scripted" and "mode_coverage" not in scripted
+    assert all(len(e["meeting"]["objects"]) == 3 and e["meeting"]["gripper_gap_m"] > 0 for e in scripted["episodes"])
+    checkpoint = torch.load(tiny_checkpoint, map_location="cpu", weights_only=False)
+    checkpoint["hyper_parameters"]["deployment"]["demonstrations"] = "human_like/planted"
+    planted_ckpt = tmp_path / "planted.ckpt"
+    torch.save(checkpoint, planted_ckpt)
+    metrics, _ = run_eval(f"ckpt_path={planted_ckpt}", *args, f"out_dir={tmp_path / 'planted'}")
     assert set(metrics["mode_coverage"]) == {"high", "low", "neither"}
     assert sum(entry["episodes"] for entry in metrics["mode_coverage"].values()) == 2
     assert "z sampled per episode" in metrics["execution"]
+
+
+def test_only_the_planted_choice_or_the_divider_task_counts_as_planted():
+    assert learned_planted_choice("human_like/planted", "transfer_cube")
+    assert not learned_planted_choice("human_like/meeting", "transfer_cube_divider")
+    assert not learned_planted_choice("scripted", "insertion")
+    assert learned_planted_choice(None, "transfer_cube_divider") and not learned_planted_choice(None, "insertion")
 
 
 def test_the_average_of_the_two_modes_runs_into_the_divider_and_is_pictured(run_script, tmp_path):

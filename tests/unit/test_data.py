@@ -296,3 +296,24 @@ def test_writer_rejects_mismatched_arrays(tmp_path):
     with pytest.raises(ValueError, match="/action"):
         write_episode(tmp_path / "episode_0.hdf5", **ep)
     assert os.listdir(tmp_path) == []
+
+
+def test_an_episode_says_who_performed_it_from_its_expert_attributes(tmp_path):
+    from act.data.schema import EpisodeInfo
+
+    def info(**attrs):
+        return EpisodeInfo(
+            path=tmp_path / "episode_0.hdf5",
+            length=1,
+            state_dim=14,
+            action_dim=14,
+            cameras=(),
+            image_shape=None,
+            attrs=attrs,
+        )
+
+    planted = json.dumps({"name": "human_like", "choice": "planted"})
+    assert info(expert="human_like", expert_settings=planted).demonstrations == "human_like/planted"
+    assert info(expert="scripted", expert_settings=json.dumps({"name": "scripted"})).demonstrations == "scripted"
+    assert info(expert="scripted", expert_settings="not json").demonstrations == "scripted"
+    assert info().demonstrations is None  # a real robot's episode, or a converted one

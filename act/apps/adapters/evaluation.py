@@ -50,6 +50,7 @@ class PolicyUnderTest:
     image_size: tuple[int, int]
     render_quality: str
     described: dict
+    planted_modes: bool  # it learned from demonstrations of the planted choice (``learned_planted_choice``)
 
 
 def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
@@ -73,6 +74,7 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
         video_size=video_size,
         workers=int(cfg.workers),
         batch_envs=int(cfg.get("batch_envs", 1)),
+        planted_modes=policy.planted_modes,
     )
     described = {
         **policy.described,
@@ -117,6 +119,7 @@ def expert_policy(cfg: DictConfig) -> PolicyUnderTest:
         image_size=(480, 640),
         render_quality=cfg.render_quality or "fast",
         described={"policy": f"{expert.name} expert (joint replay)"},
+        planted_modes=getattr(expert, "choice", None) == "planted",
     )
 
 
@@ -141,6 +144,7 @@ def checkpoint_policy(cfg: DictConfig) -> PolicyUnderTest:
         "cameras": list(cameras),
         "image_size": list(image_size),
         "execution": probe.execution,
+        "demonstrations": probe.spec.demonstrations,
         **asdict(settings),
         "device": device,
         **latency,
@@ -152,7 +156,17 @@ def checkpoint_policy(cfg: DictConfig) -> PolicyUnderTest:
         image_size=image_size,
         render_quality=cfg.render_quality or probe.render_quality or "paper",
         described=described,
+        planted_modes=learned_planted_choice(probe.spec.demonstrations, probe.task),
     )
+
+
+def learned_planted_choice(demonstrations: str | None, trained_on: str | None) -> bool:
+    """Whether a policy learned from the planted choice's demonstrations (issue 52), so that which planted mode
+    each rollout took means something: its spec says so, or, for a checkpoint from before the spec recorded its
+    demonstrations, it was trained on transfer_cube_divider (the task whose divider the two modes pass)."""
+    if demonstrations is None:
+        return trained_on == "transfer_cube_divider"
+    return demonstrations.endswith("/planted")
 
 
 def checkpoint_path(ckpt_path) -> Path:

@@ -180,6 +180,7 @@ def build_module(cfg: DictConfig, dm: ACTDataModule, compiled: bool | str = "aut
         image_size=tuple(index.image_shape[:2]),
         render_quality=index.attrs.get("render_quality"),
         stats=dm.stats,
+        demonstrations=index.episodes[0].demonstrations,
     )
     module = policy_module(OmegaConf.merge(cfg.policy, {"compile": compiled}), spec.to_dict())
     # Set after instantiation: Hydra would otherwise build every `_target_` inside the config.
