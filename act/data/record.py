@@ -163,7 +163,7 @@ def scan_existing(settings: RecordSettings) -> dict[int, int]:
                 f"{settings.render_quality!r}; use another out_dir or render_quality={quality}"
             )
         expert = info.attrs.get("expert")
-        stored = json.loads(info.attrs.get("expert_settings") or "{}").get("choice", "meeting")
+        stored = info.expert_choice or "meeting"  # human-like data recorded before the setting existed: meeting
         asked = getattr(settings.expert, "choice", None)
         if expert == settings.expert.name == "human_like" and stored != asked:
             raise InputError(

@@ -89,17 +89,22 @@ class EpisodeInfo:
         return self.name or self.path.name
 
     @property
+    def expert_choice(self) -> str | None:
+        """The recording expert's ``choice`` setting, from its ``expert_settings`` attribute (the human-like
+        expert's ``meeting`` or ``planted``); None where it has none or the attribute is not a JSON object."""
+        try:
+            return json.loads(self.attrs.get("expert_settings") or "{}").get("choice")
+        except (TypeError, ValueError, AttributeError):
+            return None
+
+    @property
     def demonstrations(self) -> str | None:
-        """Who performed this episode, from its ``expert`` and ``expert_settings`` attributes: the expert's name,
-        then ``/`` and its choice where its settings have one (``scripted``, ``human_like/planted``); None where no
-        expert of ours recorded it (a real robot, a converted dataset)."""
-        expert = self.attrs.get("expert")
+        """Who performed this episode: the ``expert`` attribute's name, then ``/`` and its ``expert_choice`` where it
+        has one (``scripted``, ``human_like/planted``); None where no expert of ours recorded it (a real robot, a
+        converted dataset)."""
+        expert, choice = self.attrs.get("expert"), self.expert_choice
         if not expert:
             return None
-        try:
-            choice = json.loads(self.attrs.get("expert_settings") or "{}").get("choice")
-        except (TypeError, ValueError, AttributeError):  # not a JSON object: the name alone
-            choice = None
         return f"{expert}/{choice}" if choice else str(expert)
 
 
