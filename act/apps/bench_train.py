@@ -3,6 +3,7 @@
     python scripts/bench_train.py out_dir=outputs/bench_train              # the paper's `act` preset
     python scripts/bench_train.py experiment=cpu_quickstart                 # a training experiment's step
     python scripts/bench_train.py experiment=cpu_quickstart compile=[false,true]   # eager and compiled, interleaved
+    python scripts/bench_train.py experiment=cpu_quickstart_insertion use_vae=[true,false]   # with and without the CVAE
 
 The config is train.yaml's with configs/bench/train.yaml's settings on top, so the step timed is the one
 training runs (``data.batch_size``, ``task.cameras``, ``task.image_size``, the policy). The policy is built with
@@ -40,8 +41,9 @@ def main(cfg: DictConfig) -> dict:
         seed=int(cfg.seed),
     )
 
-    def build(channels_last: bool | None):  # the policy of cfg with random weights, for bench's cameras
+    def build(channels_last: bool | None, use_vae: bool | None):  # cfg's policy, random weights, bench's cameras
         policy = cfg.policy if channels_last is None else OmegaConf.merge(cfg.policy, {"channels_last": channels_last})
+        policy = policy if use_vae is None else OmegaConf.merge(policy, {"model": {"use_vae": use_vae}})
         return policy_module(
             policy,
             {"camera_names": [f"cam{i}" for i in range(bench.num_cameras)], "image_size": list(bench.image_size)},
@@ -63,7 +65,8 @@ def main(cfg: DictConfig) -> dict:
     }
     formats = list(cfg.get("channels_last") or [bool(cfg.policy.channels_last)])
     compiles = tuple(bool(c) for c in cfg.get("compile") or [False])
-    variants = choose_variants(list(cfg.precisions), formats, bool(cfg.emulated_bf16), device, results, compiles)
+    vaes = tuple(bool(v) for v in cfg.use_vae) if cfg.get("use_vae") else (None,)
+    variants = choose_variants(list(cfg.precisions), formats, bool(cfg.emulated_bf16), device, results, compiles, vaes)
     for name, why in results.get("skipped", {}).items():
         print(f"skipping {name}: not native here, {why} (emulated_bf16=true to time it anyway)")
     results["training"] = time_training(bench, variants, device, build)

@@ -26,7 +26,7 @@ import os
 import platform
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 import torch
@@ -36,8 +36,9 @@ from torch.utils.flop_counter import FlopCounterMode
 from act.runtime.precision import device_type_of, probe_bf16, probe_key, resolve_precision, slowdown_text
 from act.training.timing import StepPhases, query_fn, random_batch, synchronize, time_calls, training_step_fn
 
-# The policy to time with random weights, in a memory format: channels_last True or False, None for its own.
-BuildModule = Callable[[bool | None], nn.Module]
+# The policy to time with random weights, in a memory format (channels_last True or False) and with or without the
+# CVAE encoder (use_vae); None for the policy's own setting.
+BuildModule = Callable[[bool | None, bool | None], nn.Module]
 MATMUL_SIZE = {"cpu": 2048, "cuda": 8192}  # large enough to reach the device's peak, small enough to time fast
 MATMUL_DTYPE = {"32-true": torch.float32, "bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}
 
@@ -66,10 +67,24 @@ class TrainBench:
     seed: int
 
 
-def variant_name(precision: str, channels_last: bool, formats: int, compiled: bool = False) -> str:
-    """``bf16-mixed``, with ``/channels_last`` or ``/contiguous`` where both formats are timed, and ``/compiled``."""
+class Variant(NamedTuple):
+    """One training step to time: its precision, memory format, eager or compiled, and the CVAE encoder on or off
+    (None: the policy's own setting)."""
+
+    precision: str
+    channels_last: bool
+    compiled: bool = False
+    use_vae: bool | None = None
+
+
+def variant_name(
+    precision: str, channels_last: bool, formats: int, compiled: bool = False, vae: bool | None = None
+) -> str:
+    """``bf16-mixed``, with ``/channels_last`` or ``/contiguous`` where both formats are timed, ``/compiled``, and
+    ``/cvae`` or ``/no_cvae`` where both are timed (``vae`` None: only the policy's own)."""
     name = precision if formats == 1 else f"{precision}/{'channels_last' if channels_last else 'contiguous'}"
-    return f"{name}/compiled" if compiled else name
+    name = f"{name}/compiled" if compiled else name
+    return name if vae is None else f"{name}/{'cvae' if vae else 'no_cvae'}"
 
 
 def step_flops(module: nn.Module, batch: dict, precision: str) -> float:
@@ -81,18 +96,16 @@ def step_flops(module: nn.Module, batch: dict, precision: str) -> float:
     return counter.get_total_flops()
 
 
-def time_training(
-    bench: TrainBench, variants: dict[str, tuple[str, bool, bool]], device: str, build: BuildModule
-) -> dict:
-    """Every variant's training step ``{name: (precision, channels_last, compiled)}``, timed in interleaved rounds
-    (one step of each per round)."""
+def time_training(bench: TrainBench, variants: dict[str, Variant], device: str, build: BuildModule) -> dict:
+    """Every variant's training step ``{name: Variant}``, timed in interleaved rounds (one step of each per
+    round)."""
     steps, phases, flops, losses, compile_s = {}, {}, {}, {}, {}
     batch = random_batch(
         bench.batch_size, bench.num_cameras, bench.image_size, bench.chunk_size, seed=bench.seed, device=device
     )
-    for name, (precision, channels_last, compile_it) in variants.items():
-        module = build(channels_last).to(device)
-        flops[name] = step_flops(build(channels_last).to(device), batch, precision)
+    for name, (precision, channels_last, compile_it, use_vae) in variants.items():
+        module = build(channels_last, use_vae).to(device)
+        flops[name] = step_flops(build(channels_last, use_vae).to(device), batch, precision)
         module.use_compile(compile_it, device)
         phases[name] = StepPhases(device)
         steps[name] = training_step_fn(
@@ -123,10 +136,12 @@ def time_training(
             matmul_times[precision].append(time.perf_counter() - start)
     rates = {precision: flop / float(np.median(matmul_times[precision])) for precision, (_, flop) in matmuls.items()}
     results = {}
-    for name, (precision, channels_last, compile_it) in variants.items():
+    for name, (precision, channels_last, compile_it, use_vae) in variants.items():
         if device_type_of(device) != "cpu" and not compile_it:  # a synchronisation per phase: timed apart
             module_phases = StepPhases(device)
-            phase_step = training_step_fn(build(channels_last).to(device), batch, precision, phases=module_phases)
+            phase_step = training_step_fn(
+                build(channels_last, use_vae).to(device), batch, precision, phases=module_phases
+            )
             for _ in range(3):
                 phase_step()
             phases[name] = module_phases
@@ -140,7 +155,7 @@ def time_training(
             losses[name],
             rates[precision],
         )
-        results[name].update(compiled=compile_it, first_step_s=compile_s[name])
+        results[name].update(compiled=compile_it, first_step_s=compile_s[name], use_vae=use_vae)
     return results
 
 
@@ -174,7 +189,7 @@ def step_report(
 
 def time_inference(bench: TrainBench, precision: str, device: str, build: BuildModule) -> dict:
     """Median and p95 ms of a batch-1 query in ``precision``."""
-    query = query_fn(build(None).to(device), 1, precision, bench.seed)
+    query = query_fn(build(None, None).to(device), 1, precision, bench.seed)
     times = time_calls(query, bench.inference_queries, warmup=2)
     return {"ms_per_query": 1000 * float(np.median(times)), "p95_ms": 1000 * float(np.percentile(times, 95))}
 
@@ -200,8 +215,10 @@ def choose_variants(
     device: str,
     results: dict,
     compiles: tuple[bool, ...] = (False,),
-) -> dict[str, tuple[str, bool, bool]]:
-    """{name: (precision, channels_last, compiled)} for every precision x memory format x compilation asked for.
+    vaes: tuple[bool | None, ...] = (None,),
+) -> dict[str, Variant]:
+    """{name: Variant} for every precision x compilation x memory format x CVAE setting asked for (``vaes``:
+    ``(None,)`` for the policy's own, ``(True, False)`` for the step with and without the CVAE encoder).
     A precision this device only emulates is skipped unless ``emulated_bf16`` (one step would take minutes and look
     like a hang): ``results["skipped"]`` says why."""
     probe = probe_bf16(probe_key(device))  # cuda:<index>, which the CUDA probe reads the GPU's index from
@@ -214,6 +231,6 @@ def choose_variants(
             continue
         chosen[choice.precision] = None
     return {
-        variant_name(p, cl, len(formats), c): (p, bool(cl), bool(c))
-        for p, c, cl in itertools.product(chosen, compiles, formats)
+        variant_name(p, cl, len(formats), c, v if len(vaes) > 1 else None): Variant(p, bool(cl), bool(c), v)
+        for p, c, cl, v in itertools.product(chosen, compiles, formats, vaes)
     }

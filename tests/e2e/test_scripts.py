@@ -376,11 +376,18 @@ def test_bench_train_times_training_and_queries(run_script, tmp_path):
         "inference_queries=1",
         "precisions=[32-true]",
         "channels_last=[true,false]",
+        "use_vae=[true,false]",
         f"out_dir={tmp_path}",
     )
     results = json.loads((tmp_path / "metrics.json").read_text())
-    assert set(results["training"]) == {"32-true/channels_last", "32-true/contiguous"}
-    step = results["training"]["32-true/contiguous"]
+    assert set(results["training"]) == {
+        f"32-true/{layout}/{vae}" for layout in ("channels_last", "contiguous") for vae in ("cvae", "no_cvae")
+    }
+    step = results["training"]["32-true/contiguous/cvae"]
+    # without the CVAE the encoder's arithmetic is gone from the step (the equal-time comparison's ratio, issue 51)
+    without = results["training"]["32-true/contiguous/no_cvae"]
+    assert without["use_vae"] is False and step["use_vae"] is True
+    assert 0 < without["gflop_per_step"] < step["gflop_per_step"]
     assert step["ms_per_step"] > 0 and results["inference"]["32-true"]["ms_per_query"] > 0
     # the floor: the step's FLOPs at the matmul rate timed in the same process, and the step's phases
     assert step["floor_ratio"] == pytest.approx(step["ms_per_step"] / step["floor_ms"])
