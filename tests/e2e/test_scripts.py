@@ -123,6 +123,7 @@ def test_eval_script_end_to_end(run_script, tiny_checkpoint, tmp_path):
     assert anatomy["failures"] == 2 - metrics["successes"] == sum(c["episodes"] for c in anatomy["classes"].values())
     assert [e["seed"] for e in metrics["episodes"]] == [100000, 100001]
     assert metrics["latency_ms_per_query"]["queries"] == 100  # ensembling: a query every step
+    assert metrics["execution_from"] == "the training run's"  # train.yaml's ensembling, as the run recorded it
     assert 0.0 <= metrics["success_rate_ci95"][0] <= metrics["success_rate"] <= metrics["success_rate_ci95"][1]
     assert "success 0/2" in proc.stdout or "success 1/2" in proc.stdout or "success 2/2" in proc.stdout
     frames = [frame for frame in imageio.get_reader(metrics["videos"][0])]

@@ -13,7 +13,7 @@ import pytest
 import torch
 from helpers import IMAGE, eval_cfg, make_cfg, run_eval
 
-from act.apps.adapters.evaluation import build_spec
+from act.apps.adapters.evaluation import build_spec, trained_execution
 from act.apps.adapters.training import train
 from act.common.errors import InputError
 from act.envs import make_env
@@ -123,6 +123,41 @@ def test_eval_chunked_and_wandb(tiny_checkpoint, tmp_path, monkeypatch):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["latency_ms_per_query"]["queries"] == 6 and "chunked" in metrics["execution"]
     assert list((out / "wandb").glob("offline-run-*"))
+
+
+@pytest.fixture
+def chunked_checkpoint(tiny_checkpoint, tmp_path):
+    """The tiny checkpoint as if its run had been trained with whole chunks (insertion's recipe), and one that
+    recorded no training config (older checkpoints)."""
+    checkpoint = torch.load(tiny_checkpoint, weights_only=True)
+    config = checkpoint["hyper_parameters"]["train_config"]
+    config["execution"].update(temporal_ensemble_coeff=None, n_action_steps=None, retired_setting=3)
+    torch.save(checkpoint, tmp_path / "chunked.ckpt")
+    del checkpoint["hyper_parameters"]["train_config"]
+    torch.save(checkpoint, tmp_path / "old.ckpt")
+    return tmp_path / "chunked.ckpt", tmp_path / "old.ckpt"
+
+
+def test_eval_runs_a_checkpoint_as_its_training_run_chose(chunked_checkpoint):
+    # issue 51: eval.py evaluated insertion checkpoints with the paper's ensembling by default, 0.43 held-out where
+    # make demo's whole chunks scored 0.70 (docs/results/insertion.md, I4)
+    chunked, old = chunked_checkpoint
+    cfg, source = trained_execution(eval_cfg(f"ckpt_path={chunked}"), [f"ckpt_path={chunked}"])
+    assert source == "the training run's" and "retired_setting" not in cfg.execution
+    assert cfg.execution.temporal_ensemble_coeff is None and cfg.execution.n_action_steps is None
+    # one setting from the command line, the rest the run's
+    given = [f"ckpt_path={chunked}", "execution.n_action_steps=10"]
+    cfg, source = trained_execution(eval_cfg(*given), given)
+    assert source == "the training run's, n_action_steps from the command line"
+    assert cfg.execution.n_action_steps == 10 and cfg.execution.temporal_ensemble_coeff is None
+    # a mode named on the command line, an old checkpoint, an expert: eval.yaml's (the paper's ensembling)
+    for given, expected in (
+        ([f"ckpt_path={chunked}", "execution=ensemble"], "command line"),
+        ([f"ckpt_path={old}"], "eval.yaml"),
+        (["expert=scripted", "task=insertion"], "eval.yaml"),
+    ):
+        cfg, source = trained_execution(eval_cfg(*given), given)
+        assert source == expected and cfg.execution.temporal_ensemble_coeff == 0.01, given
 
 
 def test_eval_errors_name_the_setting(tmp_path):

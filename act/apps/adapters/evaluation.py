@@ -8,15 +8,16 @@ demo, learning curves, ablations and the latency table all evaluate through ``bu
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import hydra
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from act.apps.adapters.experts import expert_from_cfg
+from act.apps.adapters.overrides import explicit_overrides, override_key
 from act.common.checks import check_setting
 from act.common.errors import InputError, MissingFileError
 from act.common.io import write_json
@@ -33,6 +34,7 @@ from act.eval.harness import (
     measure_latency_ms,
 )
 from act.eval.rollout import EvalSpec
+from act.model.checkpoint import CheckpointError, read_checkpoint
 from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
 from act.runtime.precision import resolve_precision
@@ -178,6 +180,37 @@ def checkpoint_path(ckpt_path) -> Path:
     if not path.is_file():
         raise MissingFileError(f"checkpoint {path} does not exist")
     return path
+
+
+def trained_execution(cfg: DictConfig, overrides: Sequence[str] | None = None) -> tuple[DictConfig, str]:
+    """``cfg`` with eval.py's execution settings, and where they came from. A checkpoint runs as its training run
+    chose (``train_config.execution``: insertion's whole chunks, the quickstart's ensembling every 4 ticks, the
+    settings make demo evaluated it with), with the command line's ``execution.<key>=...`` on top, unless the
+    command line picks a mode (``execution=chunked``); configs/eval.yaml's (the paper's ensembling, a query every
+    tick) where it does, and for exports, experts and checkpoints that recorded none. ``overrides``: the command
+    line's (default: Hydra's). Evaluating an insertion checkpoint with ensembling cost a third of its successes
+    (docs/results/insertion.md, I4)."""
+    given = explicit_overrides() if overrides is None else list(overrides)
+    keys = [override_key(o) for o in given]
+    if cfg.get("expert") or not cfg.get("ckpt_path") or "execution" in keys:
+        return cfg, "eval.yaml" if "execution" not in keys else "command line"
+    try:
+        hparams = read_checkpoint(cfg.ckpt_path)["hyper_parameters"]
+    except CheckpointError:  # an export, or no checkpoint: build_spec says what is wrong with it
+        return cfg, "eval.yaml"
+    trained = (hparams.get("train_config") or {}).get("execution")
+    if not isinstance(trained, dict):
+        return cfg, "eval.yaml"
+    settings = {f.name for f in fields(ExecutionConfig)}
+    chosen = {k: v for k, v in trained.items() if k in settings and k != "latency_ticks"}
+    given_keys = {k.removeprefix("execution.") for k in keys if k.startswith("execution.")}
+    chosen.update({k: cfg.execution[k] for k in given_keys if k in cfg.execution})
+    out = cfg.copy()
+    with open_dict(out):
+        out.execution = OmegaConf.merge(cfg.execution, chosen)
+    return out, "the training run's" + (
+        f", {', '.join(sorted(given_keys))} from the command line" if given_keys else ""
+    )
 
 
 def execution_on_device(cfg: DictConfig, path: Path) -> tuple[str, ExecutionConfig]:
