@@ -34,7 +34,7 @@ from act.eval.harness import (
     measure_latency_ms,
 )
 from act.eval.rollout import EvalSpec
-from act.model.checkpoint import CheckpointError, read_checkpoint
+from act.model.checkpoint import read_checkpoint
 from act.runtime.execution import ExecutionConfig
 from act.runtime.policy import ACTPolicy
 from act.runtime.precision import resolve_precision
@@ -195,8 +195,10 @@ def trained_execution(cfg: DictConfig, overrides: Sequence[str] | None = None) -
     if cfg.get("expert") or not cfg.get("ckpt_path") or "execution" in keys:
         return cfg, "eval.yaml" if "execution" not in keys else "command line"
     try:
+        if artifact_format(Path(cfg.ckpt_path)) != "checkpoint":  # an export keeps no training config
+            return cfg, "eval.yaml"
         hparams = read_checkpoint(cfg.ckpt_path)["hyper_parameters"]
-    except CheckpointError:  # an export, or no checkpoint: build_spec says what is wrong with it
+    except InputError:  # an unknown file, or no checkpoint: build_spec says what is wrong with it
         return cfg, "eval.yaml"
     trained = (hparams.get("train_config") or {}).get("execution")
     if not isinstance(trained, dict):
