@@ -14,7 +14,7 @@ from typing import Callable, Mapping, Sequence
 
 import hydra
 import torch
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
 from act.apps.adapters.experts import expert_from_cfg
 from act.apps.adapters.overrides import explicit_overrides, override_key
@@ -207,10 +207,7 @@ def trained_execution(cfg: DictConfig, overrides: Sequence[str] | None = None) -
     chosen = {k: v for k, v in trained.items() if k in settings and k != "latency_ticks"}
     given_keys = {k.removeprefix("execution.") for k in keys if k.startswith("execution.")}
     chosen.update({k: cfg.execution[k] for k in given_keys if k in cfg.execution})
-    out = cfg.copy()
-    with open_dict(out):
-        out.execution = OmegaConf.merge(cfg.execution, chosen)
-    return out, "the training run's" + (
+    return OmegaConf.merge(cfg, {"execution": chosen}), "the training run's" + (
         f", {', '.join(sorted(given_keys))} from the command line" if given_keys else ""
     )
 
