@@ -17,7 +17,10 @@ class EpisodeBar:
     def __init__(self, total: int, desc: str):
         if total < 0:
             raise InputError(f"an episode bar needs total >= 0 episodes, got {total}")
-        self.bar = tqdm(total=total, desc=desc, unit="ep")
+        # smoothing=0: the rate is episodes done over time elapsed. Batched evaluation finishes a group of
+        # episodes at once, and tqdm's moving average then read one group as 102 s an episode, the next as
+        # hundreds a second, so a 2-minute evaluation showed 30 minutes left.
+        self.bar = tqdm(total=total, desc=desc, unit="ep", smoothing=0)
 
     def show(self, done: int, **postfix) -> None:
         """Move the bar to ``done`` episodes; show ``postfix`` (e.g. ``success="3/4"``) beside it, if given."""
