@@ -145,7 +145,7 @@ def record_demonstrations(
     cfg: DictConfig, demo: DictConfig, expert, times: StageTimes
 ) -> tuple[RecordSettings, RecordResult]:
     """Keeps the valid episodes already in ``data.dataset_dir``, records the rest (a folder of another
-    expert's demos is refused)."""
+    expert's demos is refused); waits while another process records there."""
     print(f"[1/4] demonstrations: {demo.num_demos} {expert.name} {cfg.task.name} episodes -> {cfg.data.dataset_dir}")
     start = time.perf_counter()
     settings = RecordSettings(
@@ -159,7 +159,9 @@ def record_demonstrations(
         seed=int(demo.demo_seed),
         expert=expert,
     )
-    recorded = record_with_bar(settings)
+    # Two runs started together on one dataset (scripts/seeds.py side by side): the second waits for the
+    # first to record or verify the demonstrations, then keeps them, rather than failing at once.
+    recorded = record_with_bar(settings, wait=True)
     elapsed = times.add("record", time.perf_counter() - start)
     print(
         f"      {recorded.kept} kept + {recorded.recorded} recorded in {minutes(elapsed)}"

@@ -59,14 +59,18 @@ def _read_holder(fd: int) -> dict | None:
     return holder if isinstance(holder, dict) else None
 
 
-def _acquire(fd: int, path: Path, fix: str) -> bool:
-    """Lock ``fd``: True if held now, False where the filesystem has no locks; raise if another holds it."""
+def _acquire(fd: int, path: Path, fix: str, wait: bool) -> bool:
+    """Lock ``fd``: True if held now, False where the filesystem has no locks. If another holds it: raise, or
+    with ``wait`` say so and block until it is released."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         holder = _read_holder(fd)
         first = _describe_holder(holder) if holder else "another process"
-        raise FolderInUseError(f"{path.parent} is in use by {first}; wait for it to finish, or {fix}") from None
+        if not wait:
+            raise FolderInUseError(f"{path.parent} is in use by {first}; wait for it to finish, or {fix}") from None
+        log.warning("%s is in use by %s; waiting for it to finish", path.parent, first)
+        fcntl.flock(fd, fcntl.LOCK_EX)
     except OSError as err:
         if err.errno not in UNSUPPORTED:
             raise
@@ -77,12 +81,12 @@ def _acquire(fd: int, path: Path, fix: str) -> bool:
     return True
 
 
-def _open_locked(path: Path, fix: str) -> int | None:
+def _open_locked(path: Path, fix: str, wait: bool) -> int | None:
     """A descriptor of ``path``, created if need be and locked; None where the filesystem has no locks."""
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            if not _acquire(fd, path, fix):
+            if not _acquire(fd, path, fix, wait):
                 os.close(fd)
                 return None
             # A writer that releases removes the file while still holding it: a process that opened
@@ -98,12 +102,14 @@ def _open_locked(path: Path, fix: str) -> int | None:
 
 
 @contextmanager
-def folder_lock(folder: str | Path, writer: str, fix: str) -> Iterator[None]:
+def folder_lock(folder: str | Path, writer: str, fix: str, wait: bool = False) -> Iterator[None]:
     """Hold ``<folder>/.lock`` (creating ``folder``) for the block.
 
     Args:
         writer: what this process is, for a second writer's message (``a training run``).
         fix: what the refused writer should do instead (``give another out_dir``).
+        wait: instead of refusing, say who holds the folder and wait until it is released (a writer that
+            only needs what the holder is making, such as ``make demo``'s demonstrations).
 
     Raises ``FolderInUseError`` (one line, naming the holder's pid, host and start time) if a live
     process holds it. A lock left by a process that is gone is taken over, with a warning naming it.
@@ -118,7 +124,7 @@ def folder_lock(folder: str | Path, writer: str, fix: str) -> Iterator[None]:
         return
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / LOCK_NAME
-    fd = _open_locked(path, fix)
+    fd = _open_locked(path, fix, wait)
     if fd is None:
         yield
         return

@@ -49,9 +49,10 @@ PENDING_SUFFIX = ".pending.hdf5"
 LEFTOVER_PATTERNS = (".episode_*.tmp.hdf5", f".seed_*{PENDING_SUFFIX}", "..seed_*.pending.*.tmp.hdf5")
 
 
-def dataset_lock(folder: Path):
-    """Hold ``<folder>/.lock`` while recording into it (``FolderInUseError`` if another writer does)."""
-    return folder_lock(folder, "a recording", "record into another out_dir")
+def dataset_lock(folder: Path, wait: bool = False):
+    """Hold ``<folder>/.lock`` while recording into it (``FolderInUseError`` if another writer does; with
+    ``wait``, wait for it to finish instead)."""
+    return folder_lock(folder, "a recording", "record into another out_dir", wait=wait)
 
 
 def remove_leftovers(folder: Path) -> None:
@@ -313,9 +314,10 @@ def record(
         return result
 
 
-def record_with_bar(settings: RecordSettings) -> RecordResult:
-    """``record`` with a progress bar of the episodes on disk (seeds tried and failed alongside)."""
-    with dataset_lock(settings.out_dir):
+def record_with_bar(settings: RecordSettings, wait: bool = False) -> RecordResult:
+    """``record`` with a progress bar of the episodes on disk (seeds tried and failed alongside). ``wait``: if
+    another process is recording into ``out_dir``, wait for it (then keep what it recorded) instead of refusing."""
+    with dataset_lock(settings.out_dir, wait=wait):
         existing = scan_existing(settings)  # a folder it must refuse fails before the bar is drawn
         tried = failed = 0
         with EpisodeBar(settings.num_episodes, f"record {settings.task}") as bar:

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -25,6 +26,16 @@ from act.common.lock import folder_lock
 with folder_lock(sys.argv[1], sys.argv[2], "wait"):
     print("held", flush=True)
     time.sleep(120)
+"""
+
+
+# Holds the lock until a line arrives on stdin, then releases it cleanly (the lock file removed).
+HOLD_UNTIL_TOLD = """
+import sys
+from act.common.lock import folder_lock
+with folder_lock(sys.argv[1], sys.argv[2], "wait"):
+    print("held", flush=True)
+    sys.stdin.readline()
 """
 
 
@@ -97,6 +108,55 @@ def test_a_second_conversion_into_one_out_is_refused(demos, tmp_path, holder):
     with pytest.raises(FolderInUseError, match=in_use(out, first, "a conversion") + "convert into another out$"):
         convert(ConvertSettings(src=demos, out=out, to="lerobot", images="image"))
     assert sorted(p.name for p in out.iterdir()) == [LOCK_NAME]  # nothing of the second conversion was written
+
+
+def test_a_writer_that_waits_says_for_whom_and_goes_on_when_the_holder_finishes(tmp_path, caplog):
+    # scripts/seeds.py twice at once on one dataset: the second demo used to fail at once with the first's
+    # recording lock, held while it only verified the demonstrations; make demo's recording stage now waits.
+    folder = tmp_path / "demos"
+    first = subprocess.Popen(
+        [sys.executable, "-c", HOLD_UNTIL_TOLD, str(folder), "a recording"],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert first.stdout.readline().strip() == "held"
+
+        told = threading.Lock()
+
+        def finish_first():
+            if told.acquire(blocking=False):
+                first.stdin.write("done\n")
+                first.stdin.flush()
+
+        class Release(logging.Handler):  # the moment the second writer says it waits, the first finishes
+            def emit(self, record):
+                if "waiting for it to finish" in record.getMessage():
+                    finish_first()
+
+        # Should the second writer block without a word, the first still finishes (and the test fails below)
+        # rather than hang.
+        fallback = threading.Timer(120, finish_first)
+        fallback.start()
+        release = Release()
+        logging.getLogger("act.common.lock").addHandler(release)
+        try:
+            with caplog.at_level(logging.WARNING, logger="act.common.lock"):
+                with folder_lock(folder, "a recording", "x", wait=True):
+                    assert first.wait() == 0  # it released cleanly before this block was entered
+                    assert str(os.getpid()) in (folder / LOCK_NAME).read_text()
+        finally:
+            logging.getLogger("act.common.lock").removeHandler(release)
+            fallback.cancel()
+        assert re.search(
+            rf"{folder} is in use by a recording \(pid {first.pid} on .*\); waiting for it to finish", caplog.text
+        ), caplog.text
+        assert "is gone" not in caplog.text  # not a take-over: the first writer ended cleanly
+    finally:
+        first.kill()
+        first.wait()
 
 
 def test_a_lock_left_by_a_killed_writer_is_taken_over_and_said(tmp_path, holder, caplog):
