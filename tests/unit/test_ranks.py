@@ -91,7 +91,9 @@ def test_a_failed_evaluation_on_rank_zero_stops_every_rank_after_the_broadcast(m
 def test_after_ddp_training_only_rank_zero_evaluates_the_demo(monkeypatch, tmp_path):
     monkeypatch.setattr(rank_zero_only, "rank", 1)
     monkeypatch.setattr(
-        demo_app, "record_with_bar", lambda settings: SimpleNamespace(kept=2, recorded=0, expert_success_rate=None)
+        demo_app,
+        "record_with_bar",
+        lambda settings, wait=False: SimpleNamespace(kept=2, recorded=0, expert_success_rate=None),
     )
     monkeypatch.setattr(demo_app, "train", lambda cfg, callbacks=(): {})  # every rank returns from training
     monkeypatch.setattr(demo_app, "evaluate_and_save", no_evaluation)
