@@ -20,17 +20,8 @@ from act.apps.adapters.training import train
 from act.common.lock import LOCK_NAME, FolderInUseError, folder_lock
 from act.data.record import RecordSettings, record
 
+# Holds the lock until a line arrives on stdin (then releases it cleanly, the lock file removed) or it is killed.
 HOLD = """
-import sys, time
-from act.common.lock import folder_lock
-with folder_lock(sys.argv[1], sys.argv[2], "wait"):
-    print("held", flush=True)
-    time.sleep(120)
-"""
-
-
-# Holds the lock until a line arrives on stdin, then releases it cleanly (the lock file removed).
-HOLD_UNTIL_TOLD = """
 import sys
 from act.common.lock import folder_lock
 with folder_lock(sys.argv[1], sys.argv[2], "wait"):
@@ -41,12 +32,17 @@ with folder_lock(sys.argv[1], sys.argv[2], "wait"):
 
 @pytest.fixture
 def holder():
-    """``holder(folder, writer)``: a process that holds ``folder``'s lock until killed; returns its Popen."""
+    """``holder(folder, writer)``: a process that holds ``folder``'s lock until killed or sent a line; returns its
+    Popen."""
     procs = []
 
     def start(folder, writer="a training run"):
         proc = subprocess.Popen(
-            [sys.executable, "-c", HOLD, str(folder), writer], cwd=ROOT, stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", HOLD, str(folder), writer],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         procs.append(proc)
         assert proc.stdout.readline().strip() == "held"
@@ -110,53 +106,41 @@ def test_a_second_conversion_into_one_out_is_refused(demos, tmp_path, holder):
     assert sorted(p.name for p in out.iterdir()) == [LOCK_NAME]  # nothing of the second conversion was written
 
 
-def test_a_writer_that_waits_says_for_whom_and_goes_on_when_the_holder_finishes(tmp_path, caplog):
+def test_a_writer_that_waits_says_for_whom_and_goes_on_when_the_holder_finishes(tmp_path, holder, caplog):
     # scripts/seeds.py twice at once on one dataset: the second demo used to fail at once with the first's
     # recording lock, held while it only verified the demonstrations; make demo's recording stage now waits.
     folder = tmp_path / "demos"
-    first = subprocess.Popen(
-        [sys.executable, "-c", HOLD_UNTIL_TOLD, str(folder), "a recording"],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    first = holder(folder, "a recording")
+    told = threading.Lock()
+
+    def finish_first():
+        if told.acquire(blocking=False):
+            first.stdin.write("done\n")
+            first.stdin.flush()
+
+    class Release(logging.Handler):  # the moment the second writer says it waits, the first finishes
+        def emit(self, record):
+            if "waiting for it to finish" in record.getMessage():
+                finish_first()
+
+    # Should the second writer block without a word, the first still finishes (and the test fails below)
+    # rather than hang.
+    fallback = threading.Timer(120, finish_first)
+    fallback.start()
+    release = Release()
+    logging.getLogger("act.common.lock").addHandler(release)
     try:
-        assert first.stdout.readline().strip() == "held"
-
-        told = threading.Lock()
-
-        def finish_first():
-            if told.acquire(blocking=False):
-                first.stdin.write("done\n")
-                first.stdin.flush()
-
-        class Release(logging.Handler):  # the moment the second writer says it waits, the first finishes
-            def emit(self, record):
-                if "waiting for it to finish" in record.getMessage():
-                    finish_first()
-
-        # Should the second writer block without a word, the first still finishes (and the test fails below)
-        # rather than hang.
-        fallback = threading.Timer(120, finish_first)
-        fallback.start()
-        release = Release()
-        logging.getLogger("act.common.lock").addHandler(release)
-        try:
-            with caplog.at_level(logging.WARNING, logger="act.common.lock"):
-                with folder_lock(folder, "a recording", "x", wait=True):
-                    assert first.wait() == 0  # it released cleanly before this block was entered
-                    assert str(os.getpid()) in (folder / LOCK_NAME).read_text()
-        finally:
-            logging.getLogger("act.common.lock").removeHandler(release)
-            fallback.cancel()
-        assert re.search(
-            rf"{folder} is in use by a recording \(pid {first.pid} on .*\); waiting for it to finish", caplog.text
-        ), caplog.text
-        assert "is gone" not in caplog.text  # not a take-over: the first writer ended cleanly
+        with caplog.at_level(logging.WARNING, logger="act.common.lock"):
+            with folder_lock(folder, "a recording", "x", wait=True):
+                assert first.wait() == 0  # it released cleanly before this block was entered
+                assert str(os.getpid()) in (folder / LOCK_NAME).read_text()
     finally:
-        first.kill()
-        first.wait()
+        logging.getLogger("act.common.lock").removeHandler(release)
+        fallback.cancel()
+    assert re.search(
+        rf"{folder} is in use by a recording \(pid {first.pid} on .*\); waiting for it to finish", caplog.text
+    ), caplog.text
+    assert "is gone" not in caplog.text  # not a take-over: the first writer ended cleanly
 
 
 def test_a_lock_left_by_a_killed_writer_is_taken_over_and_said(tmp_path, holder, caplog):
