@@ -4,6 +4,7 @@
     python scripts/bench_train.py experiment=cpu_quickstart                 # a training experiment's step
     python scripts/bench_train.py experiment=cpu_quickstart compile=[false,true]   # eager and compiled, interleaved
     python scripts/bench_train.py experiment=cpu_quickstart_insertion use_vae=[true,false]   # with and without the CVAE
+    python scripts/bench_train.py experiment=cpu_quickstart_insertion num_cameras=[1,2] chunk_sizes=[50,100]   # 4 steps
 
 The config is train.yaml's with configs/bench/train.yaml's settings on top, so the step timed is the one
 training runs (``data.batch_size``, ``task.cameras``, ``task.image_size``, the policy). The policy is built with
@@ -20,7 +21,9 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from act.apps.adapters.training import policy_module
-from act.bench.train import TrainBench, choose_variants, machine, time_inference, time_training
+from act.bench.train import TrainBench, Variant, choose_variants, machine, time_inference, time_training
+from act.common.checks import is_integer
+from act.common.errors import InputError
 from act.common.io import write_json
 from act.runtime.device import resolve_device
 
@@ -41,12 +44,16 @@ def main(cfg: DictConfig) -> dict:
         seed=int(cfg.seed),
     )
 
-    def build(channels_last: bool | None, use_vae: bool | None):  # cfg's policy, random weights, bench's cameras
-        policy = cfg.policy if channels_last is None else OmegaConf.merge(cfg.policy, {"channels_last": channels_last})
-        policy = policy if use_vae is None else OmegaConf.merge(policy, {"model": {"use_vae": use_vae}})
+    def build(variant: Variant | None):  # cfg's policy (None) or with the variant's settings, random weights
+        policy, cameras = cfg.policy, bench.num_cameras
+        if variant is not None:
+            own = {"use_vae": variant.use_vae, "chunk_size": variant.chunk_size}
+            model = {key: value for key, value in own.items() if value is not None}
+            policy = OmegaConf.merge(policy, {"channels_last": variant.channels_last, "model": model})
+            cameras = variant.num_cameras or cameras
         return policy_module(
             policy,
-            {"camera_names": [f"cam{i}" for i in range(bench.num_cameras)], "image_size": list(bench.image_size)},
+            {"camera_names": [f"cam{i}" for i in range(cameras)], "image_size": list(bench.image_size)},
             pretrained=False,
         )
 
@@ -66,7 +73,11 @@ def main(cfg: DictConfig) -> dict:
     formats = list(cfg.get("channels_last") or [bool(cfg.policy.channels_last)])
     compiles = tuple(bool(c) for c in cfg.get("compile") or [False])
     vaes = tuple(bool(v) for v in cfg.use_vae) if cfg.get("use_vae") else (None,)
-    variants = choose_variants(list(cfg.precisions), formats, bool(cfg.emulated_bf16), device, results, compiles, vaes)
+    cameras = tuple(positive_ints(cfg.get("num_cameras"), "num_cameras")) or (None,)
+    chunks = tuple(positive_ints(cfg.get("chunk_sizes"), "chunk_sizes")) or (None,)
+    variants = choose_variants(
+        list(cfg.precisions), formats, bool(cfg.emulated_bf16), device, results, compiles, vaes, cameras, chunks
+    )
     for name, why in results.get("skipped", {}).items():
         print(f"skipping {name}: not native here, {why} (emulated_bf16=true to time it anyway)")
     results["training"] = time_training(bench, variants, device, build)
@@ -76,6 +87,16 @@ def main(cfg: DictConfig) -> dict:
     path = write_json(Path(cfg.out_dir) / "metrics.json", results)
     _report(results, path)
     return results
+
+
+def positive_ints(values, key: str) -> list[int]:
+    """``num_cameras``/``chunk_sizes`` as a list of whole numbers >= 1 (empty for null), or one line naming the fix."""
+    values = OmegaConf.to_container(values) if OmegaConf.is_config(values) else values
+    if values is None:
+        return []
+    if not isinstance(values, list) or not values or not all(is_integer(v) and v >= 1 for v in values):
+        raise InputError(f"{key} must be a list of whole numbers >= 1 like {key}=[1,2], got {values!r}")
+    return values
 
 
 def _report(results: dict, path: Path) -> None:

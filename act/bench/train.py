@@ -36,9 +36,9 @@ from torch.utils.flop_counter import FlopCounterMode
 from act.runtime.precision import device_type_of, probe_bf16, probe_key, resolve_precision, slowdown_text
 from act.training.timing import StepPhases, query_fn, random_batch, synchronize, time_calls, training_step_fn
 
-# The policy to time with random weights, in a memory format (channels_last True or False) and with or without the
-# CVAE encoder (use_vae); None for the policy's own setting.
-BuildModule = Callable[[bool | None, bool | None], nn.Module]
+# The policy to time with random weights, as a Variant asks (its memory format, CVAE encoder, cameras and chunk size),
+# or as configured (None).
+BuildModule = Callable[["Variant | None"], nn.Module]
 MATMUL_SIZE = {"cpu": 2048, "cuda": 8192}  # large enough to reach the device's peak, small enough to time fast
 MATMUL_DTYPE = {"32-true": torch.float32, "bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}
 
@@ -68,23 +68,33 @@ class TrainBench:
 
 
 class Variant(NamedTuple):
-    """One training step to time: its precision, memory format, eager or compiled, and the CVAE encoder on or off
-    (None: the policy's own setting)."""
+    """One training step to time: its precision, memory format, eager or compiled, the CVAE encoder on or off, the
+    number of cameras and the chunk size (None: the policy's and the bench's own setting)."""
 
     precision: str
     channels_last: bool
     compiled: bool = False
     use_vae: bool | None = None
+    num_cameras: int | None = None
+    chunk_size: int | None = None
 
 
 def variant_name(
-    precision: str, channels_last: bool, formats: int, compiled: bool = False, vae: bool | None = None
+    precision: str,
+    channels_last: bool,
+    formats: int,
+    compiled: bool = False,
+    vae: bool | None = None,
+    num_cameras: int | None = None,
+    chunk_size: int | None = None,
 ) -> str:
-    """``bf16-mixed``, with ``/channels_last`` or ``/contiguous`` where both formats are timed, ``/compiled``, and
-    ``/cvae`` or ``/no_cvae`` where both are timed (``vae`` None: only the policy's own)."""
+    """``bf16-mixed``, with ``/channels_last`` or ``/contiguous`` where both formats are timed, ``/compiled``,
+    ``/cvae`` or ``/no_cvae``, ``/<n>cam`` and ``/chunk<k>`` where several are timed (None: only the own setting)."""
     name = precision if formats == 1 else f"{precision}/{'channels_last' if channels_last else 'contiguous'}"
     name = f"{name}/compiled" if compiled else name
-    return name if vae is None else f"{name}/{'cvae' if vae else 'no_cvae'}"
+    name = name if vae is None else f"{name}/{'cvae' if vae else 'no_cvae'}"
+    name = name if num_cameras is None else f"{name}/{num_cameras}cam"
+    return name if chunk_size is None else f"{name}/chunk{chunk_size}"
 
 
 def step_flops(module: nn.Module, batch: dict, precision: str) -> float:
@@ -98,15 +108,14 @@ def step_flops(module: nn.Module, batch: dict, precision: str) -> float:
 
 def time_training(bench: TrainBench, variants: dict[str, Variant], device: str, build: BuildModule) -> dict:
     """Every variant's training step ``{name: Variant}``, timed in interleaved rounds (one step of each per
-    round)."""
+    round); a variant with its own cameras or chunk size gets a batch of that shape, drawn from the same seed."""
     steps, phases, flops, losses, compile_s = {}, {}, {}, {}, {}
-    batch = random_batch(
-        bench.batch_size, bench.num_cameras, bench.image_size, bench.chunk_size, seed=bench.seed, device=device
-    )
-    for name, (precision, channels_last, compile_it, use_vae) in variants.items():
-        module = build(channels_last, use_vae).to(device)
-        flops[name] = step_flops(build(channels_last, use_vae).to(device), batch, precision)
-        module.use_compile(compile_it, device)
+    batches = {name: variant_batch(bench, variant, device) for name, variant in variants.items()}
+    for name, variant in variants.items():
+        precision, batch = variant.precision, batches[name]
+        module = build(variant).to(device)
+        flops[name] = step_flops(build(variant).to(device), batch, precision)
+        module.use_compile(variant.compiled, device)
         phases[name] = StepPhases(device)
         steps[name] = training_step_fn(
             module, batch, precision, phases=phases[name] if device_type_of(device) == "cpu" else None
@@ -136,12 +145,11 @@ def time_training(bench: TrainBench, variants: dict[str, Variant], device: str, 
             matmul_times[precision].append(time.perf_counter() - start)
     rates = {precision: flop / float(np.median(matmul_times[precision])) for precision, (_, flop) in matmuls.items()}
     results = {}
-    for name, (precision, channels_last, compile_it, use_vae) in variants.items():
+    for name, variant in variants.items():
+        precision, channels_last, compile_it, use_vae = variant[:4]
         if device_type_of(device) != "cpu" and not compile_it:  # a synchronisation per phase: timed apart
             module_phases = StepPhases(device)
-            phase_step = training_step_fn(
-                build(channels_last, use_vae).to(device), batch, precision, phases=module_phases
-            )
+            phase_step = training_step_fn(build(variant).to(device), batches[name], precision, phases=module_phases)
             for _ in range(3):
                 phase_step()
             phases[name] = module_phases
@@ -155,8 +163,26 @@ def time_training(bench: TrainBench, variants: dict[str, Variant], device: str, 
             losses[name],
             rates[precision],
         )
-        results[name].update(compiled=compile_it, first_step_s=compile_s[name], use_vae=use_vae)
+        results[name].update(
+            compiled=compile_it,
+            first_step_s=compile_s[name],
+            use_vae=use_vae,
+            num_cameras=variant.num_cameras or bench.num_cameras,
+            chunk_size=variant.chunk_size or bench.chunk_size,
+        )
     return results
+
+
+def variant_batch(bench: TrainBench, variant: Variant, device: str) -> dict:
+    """The random training batch of ``variant``'s shape: the bench's, or the variant's own cameras and chunk size."""
+    return random_batch(
+        bench.batch_size,
+        variant.num_cameras or bench.num_cameras,
+        bench.image_size,
+        variant.chunk_size or bench.chunk_size,
+        seed=bench.seed,
+        device=device,
+    )
 
 
 def step_report(
@@ -189,7 +215,7 @@ def step_report(
 
 def time_inference(bench: TrainBench, precision: str, device: str, build: BuildModule) -> dict:
     """Median and p95 ms of a batch-1 query in ``precision``."""
-    query = query_fn(build(None, None).to(device), 1, precision, bench.seed)
+    query = query_fn(build(None).to(device), 1, precision, bench.seed)
     times = time_calls(query, bench.inference_queries, warmup=2)
     return {"ms_per_query": 1000 * float(np.median(times)), "p95_ms": 1000 * float(np.percentile(times, 95))}
 
@@ -216,9 +242,13 @@ def choose_variants(
     results: dict,
     compiles: tuple[bool, ...] = (False,),
     vaes: tuple[bool | None, ...] = (None,),
+    cameras: tuple[int | None, ...] = (None,),
+    chunks: tuple[int | None, ...] = (None,),
 ) -> dict[str, Variant]:
-    """{name: Variant} for every precision x compilation x memory format x CVAE setting asked for (``vaes``:
-    ``(None,)`` for the policy's own, ``(True, False)`` for the step with and without the CVAE encoder).
+    """{name: Variant} for every precision x compilation x memory format x CVAE setting x number of cameras x chunk
+    size asked for (``vaes``, ``cameras``, ``chunks``: ``(None,)`` for the policy's own; e.g. ``(True, False)`` for
+    the step with and without the CVAE encoder, ``(1, 2)`` for one and two cameras: an equal-time comparison's
+    step ratio, issue 51).
     A precision this device only emulates is skipped unless ``emulated_bf16`` (one step would take minutes and look
     like a hang): ``results["skipped"]`` says why."""
     probe = probe_bf16(probe_key(device))  # cuda:<index>, which the CUDA probe reads the GPU's index from
@@ -230,7 +260,9 @@ def choose_variants(
             results.setdefault("skipped", {})[name] = slowdown_text(probe)
             continue
         chosen[choice.precision] = None
-    return {
-        variant_name(p, cl, len(formats), c, v if len(vaes) > 1 else None): Variant(p, bool(cl), bool(c), v)
-        for p, c, cl, v in itertools.product(chosen, compiles, formats, vaes)
-    }
+    named = {}
+    for p, c, cl, v, n, k in itertools.product(chosen, compiles, formats, vaes, cameras, chunks):
+        several = (len(vaes) > 1, len(cameras) > 1, len(chunks) > 1)
+        name = variant_name(p, cl, len(formats), c, *(x if s else None for x, s in zip((v, n, k), several)))
+        named[name] = Variant(p, bool(cl), bool(c), v, n, k)
+    return named

@@ -396,6 +396,32 @@ def test_bench_train_times_training_and_queries(run_script, tmp_path):
     assert results["config"]["batch_size"] == 2 and results["config"]["image_size"] == [32, 32]
 
 
+def test_bench_train_times_cameras_and_chunk_sizes_side_by_side(run_script, tmp_path):
+    """num_cameras and chunk_sizes: each combination's step in one process, interleaved (an equal-time comparison's
+    step ratio, issue 51, without one process per setting); a count below 1 is refused in one line."""
+    common = (
+        "policy=small",
+        "task.image_size=[32,32]",
+        "data.batch_size=2",
+        "inference_queries=1",
+        "precisions=[32-true]",
+    )
+    run_script(
+        "bench_train", *common, "train_steps=1", "num_cameras=[1,2]", "chunk_sizes=[5,10]", f"out_dir={tmp_path}"
+    )
+    training = json.loads((tmp_path / "metrics.json").read_text())["training"]
+    assert set(training) == {f"32-true/{n}cam/chunk{k}" for n in (1, 2) for k in (5, 10)}
+    flops = {(r["num_cameras"], r["chunk_size"]): r["gflop_per_step"] for r in training.values()}
+    # a second camera adds a backbone pass per sample; a longer chunk more decoder queries
+    assert flops[1, 5] < flops[2, 5] and flops[1, 5] < flops[1, 10] < flops[2, 10]
+    proc = run_script("bench_train", *common, "num_cameras=[0,2]", f"out_dir={tmp_path / 'bad'}", check=False)
+    assert (
+        proc.returncode == 2
+        and proc.stderr.strip()
+        == "error: num_cameras must be a list of whole numbers >= 1 like num_cameras=[1,2], got [0, 2]"
+    )
+
+
 @pytest.mark.slow
 def test_bench_train_times_eager_and_compiled_steps(run_script, tmp_path):
     """compile=[false,true]: both steps timed, interleaved, the compiled one named <precision>/compiled (its first

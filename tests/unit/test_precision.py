@@ -154,8 +154,8 @@ def test_the_speed_benchmark_probes_the_gpu_it_times(mock_gpus, capability, skip
     results = {"machine": {}}
     variants = choose_variants(["32-true", "bf16-mixed", "16-mixed"], [False], False, "cuda", results, (False, True))
     assert {v.precision for v in variants.values()} == {"32-true", "bf16-mixed", "16-mixed"} - skipped
-    assert variants["32-true/compiled"] == ("32-true", False, True, None)
-    assert variants["32-true"] == ("32-true", False, False, None)
+    assert variants["32-true/compiled"] == ("32-true", False, True, None, None, None)
+    assert variants["32-true"] == ("32-true", False, False, None, None, None)
     assert set(results.get("skipped", {})) == skipped
     assert results["machine"]["bf16"]["native"] == (capability >= (8, 0))
     assert P.probe_bf16("cuda").native == P.probe_bf16("cuda:0").native == (capability >= (8, 0))
