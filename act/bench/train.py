@@ -163,26 +163,22 @@ def time_training(bench: TrainBench, variants: dict[str, Variant], device: str, 
             losses[name],
             rates[precision],
         )
+        cameras, chunk = variant_shape(bench, variant)
         results[name].update(
-            compiled=compile_it,
-            first_step_s=compile_s[name],
-            use_vae=use_vae,
-            num_cameras=variant.num_cameras or bench.num_cameras,
-            chunk_size=variant.chunk_size or bench.chunk_size,
+            compiled=compile_it, first_step_s=compile_s[name], use_vae=use_vae, num_cameras=cameras, chunk_size=chunk
         )
     return results
 
 
+def variant_shape(bench: TrainBench, variant: Variant) -> tuple[int, int]:
+    """(cameras, chunk size) of ``variant``'s step: its own where it sets them, the bench's otherwise."""
+    return variant.num_cameras or bench.num_cameras, variant.chunk_size or bench.chunk_size
+
+
 def variant_batch(bench: TrainBench, variant: Variant, device: str) -> dict:
-    """The random training batch of ``variant``'s shape: the bench's, or the variant's own cameras and chunk size."""
-    return random_batch(
-        bench.batch_size,
-        variant.num_cameras or bench.num_cameras,
-        bench.image_size,
-        variant.chunk_size or bench.chunk_size,
-        seed=bench.seed,
-        device=device,
-    )
+    """The random training batch of ``variant``'s shape, drawn from the bench's seed."""
+    cameras, chunk = variant_shape(bench, variant)
+    return random_batch(bench.batch_size, cameras, bench.image_size, chunk, seed=bench.seed, device=device)
 
 
 def step_report(
@@ -261,8 +257,8 @@ def choose_variants(
             continue
         chosen[choice.precision] = None
     named = {}
+    several = (len(vaes) > 1, len(cameras) > 1, len(chunks) > 1)  # only the settings timed both ways are named
     for p, c, cl, v, n, k in itertools.product(chosen, compiles, formats, vaes, cameras, chunks):
-        several = (len(vaes) > 1, len(cameras) > 1, len(chunks) > 1)
         name = variant_name(p, cl, len(formats), c, *(x if s else None for x, s in zip((v, n, k), several)))
         named[name] = Variant(p, bool(cl), bool(c), v, n, k)
     return named
