@@ -457,3 +457,39 @@ def test_bench_lerobot_converts_both_ways_and_times_loaders(run_script, demos, t
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["episodes"] == 3 and metrics["image_mode_same_samples"] is True
     assert metrics["video_psnr_db"]["min"] > 20 and all(v > 0 for v in metrics["samples_per_s"].values())
+
+
+def test_camera_extent_finds_where_insertion_happens_and_checks_a_crop(run_script, tmp_path):
+    out = tmp_path / "extent"
+    proc = run_script(
+        "camera_extent",
+        "task=insertion",
+        "num_episodes=1",
+        "task.image_size=[60,80]",
+        "task.cameras=[top,right_wrist]",
+        "image_crop=[12,12,36,56]",
+        f"out_dir={out}",
+    )
+    report = json.loads((out / "extent.json").read_text())
+    top = report["cameras"]["top"]
+    assert top["points"] == 400 * 8 and top["in_image"] == 1.0  # 400 ticks x (peg, socket, 6 gripper bodies)
+    rows, cols = top["box"][0] + top["box"][2], top["box"][1] + top["box"][3]
+    assert 30 < rows <= 60 and top["box"][1] > 0 and cols < 80  # below the middle, inside the width: the table
+    crop = top["suggested_crop"]
+    assert crop[0] == top["box"][0] - 6 and crop[2] == top["box"][2] + 12  # margin 6 on both sides
+    assert 0.5 < top["in_image_crop"] <= 1.0
+    assert set(report["cameras"]) == {"top", "right_wrist"}
+    assert imageio.imread(out / "extent_top.png").shape == (180, 240, 3)  # 3x the image
+    assert "top: 100% of 3200 points in the image" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [("image_crop=[0,0,70,80]", "does not fit the 60x80"), ("num_episodes=0", "num_episodes"), ("margin=-2", "margin")],
+)
+def test_camera_extent_refuses_a_bad_setting_in_one_line(run_script, tmp_path, override, message):
+    proc = run_script(
+        "camera_extent", "task=insertion", "task.image_size=[60,80]", override, f"out_dir={tmp_path}", check=False
+    )
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 2 and last.startswith("error: ") and message in last
