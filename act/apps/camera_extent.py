@@ -22,7 +22,7 @@ from act.common.errors import InputError
 from act.common.io import write_json
 from act.common.video import frame_grid
 from act.envs.camera import bounding_box, crop_around, draw_extent, expert_pixels, in_window
-from act.envs.factory import make_env, validate_cameras, validate_image_size
+from act.envs.factory import validate_cameras, validate_image_size
 from act.model.normalized import check_crop
 
 GREEN, CYAN, RED = (0, 220, 0), (0, 220, 255), (255, 40, 40)
@@ -43,15 +43,11 @@ def main(cfg: DictConfig) -> dict:
     expert = expert_from_cfg(cfg.expert)
     seeds = range(int(cfg.seed), int(cfg.seed) + num_episodes)
     with tqdm(total=num_episodes, desc=f"{expert.name} expert {cfg.task.name}", unit="ep") as bar:
-        pixels = expert_pixels(cfg.task.name, cameras, image_size, seeds, expert, progress=lambda _: bar.update())
+        pixels, frames = expert_pixels(
+            cfg.task.name, cameras, image_size, seeds, expert, progress=lambda _: bar.update()
+        )
     out_dir = Path(cfg.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    env = make_env(cfg.task.name, "ee", cameras=(), image_size=image_size)
-    try:
-        env.reset(seed=seeds[0])
-        frames = {camera: env.render(camera) for camera in cameras}
-    finally:
-        env.close()
     report = {"task": cfg.task.name, "image_size": list(image_size), "seeds": [seeds[0], seeds[-1]], "cameras": {}}
     for camera in cameras:
         found = pixels[camera]

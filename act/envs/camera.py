@@ -56,16 +56,19 @@ def expert_pixels(
     seeds: Sequence[int],
     expert,
     progress: Callable[[int], None] | None = None,
-) -> dict[str, np.ndarray]:
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Run ``expert`` (``ScriptedSettings`` or ``HumanLikeSettings``) on ``seeds`` in the end-effector env, as
-    recording's first pass does, and project ``tracked_points`` at every tick into each camera:
-    ``{camera: (seeds * ticks * N, 2) [row, col]}``. No frame is rendered. ``progress(i)`` after each seed."""
+    recording's first pass does, and project ``tracked_points`` at every tick into each camera. Returns
+    ``{camera: (seeds * ticks * N, 2) [row, col]}`` and ``{camera: (H, W, 3) uint8}``, the first seed's first frame
+    (the only frames rendered). ``progress(i)`` after each seed."""
     env = make_env(task, "ee", cameras=(), image_size=image_size)
     pixels: dict[str, list[np.ndarray]] = {camera: [] for camera in cameras}
     try:
         for i, seed in enumerate(seeds):
             policy = make_expert(task, expert, seed=int(seed))
             ts = env.reset(seed=int(seed))
+            if i == 0:
+                frames = {camera: env.render(camera) for camera in cameras}
             policy.reset(ts.observation)
             for t in range(env.episode_len):
                 points = tracked_points(env)
@@ -76,7 +79,7 @@ def expert_pixels(
                 progress(i)
     finally:
         env.close()
-    return {camera: np.concatenate(found) for camera, found in pixels.items()}
+    return {camera: np.concatenate(found) for camera, found in pixels.items()}, frames
 
 
 def bounding_box(pixels: np.ndarray, image_size: Sequence[int]) -> tuple[int, int, int, int] | None:
