@@ -233,8 +233,13 @@ class TimedInference:
     def __init__(self, policy, clock, latency_s):
         self.policy, self.clock, self.latency_s = policy, clock, latency_s
 
-    def run(self, observation):
+    def run(self, observation, timeout_s=None):
         chunk = self.policy.predict_chunk(observation)
+        if timeout_s is not None and self.latency_s > timeout_s:  # as ``Inference.run``: the wait is bounded
+            from act.runtime.realtime import QueryTimeout
+
+            self.clock.t += timeout_s
+            raise QueryTimeout(f"the query took longer than {1000 * timeout_s:.0f} ms")
         self.clock.t += self.latency_s
         return chunk, 1000 * self.latency_s
 

@@ -201,6 +201,7 @@ def realtime_metrics(
             "stale_ticks": safety.stale_ticks,
             "stale_ms": safety.stale_ms,
             "stale_stop": safety.stale_stop,
+            "query_timeout_s": safety.query_timeout_s(policy.chunk_size),
         },
         "record_dir": cfg.record_dir,
         "per_episode": [

@@ -10,26 +10,37 @@ deadline (jitter), queries, held ticks and success.
 
 The loop fails safe. Every planned action passes ``SafetyLimits.apply`` (joint limits and a
 largest change per tick; ``act.runtime.safety``) before ``Robot.command``, clipped or refused.
-A refused command, a chunk with NaN or inf, an exception in inference, in the observation check
-or in the robot's driver, a stale observation under ``stale_stop``, and Ctrl-C all end the
-episode the same way: the arm is commanded the last safe command once more, the robot's
-optional ``stop()`` is called, and the partial result says why in ``stopped``. A run of
-``watchdog_ticks`` ticks without a fresh planned action (the arm holding) is counted and logged.
+Every failure between the network and the motors ends the episode the same way: a refused
+command, a chunk with NaN or inf or of the wrong shape, an exception or a hang in inference, an
+observation that is missing, malformed or refused, an exception in the robot's driver, a reset
+qpos that is not finite or far outside the joint limits, a stale observation under
+``stale_stop``, Ctrl-C, and any exception not foreseen here. The arm is commanded the last safe
+command once more (skipped where there is none, or where that command fails), the robot's
+optional ``stop()`` is called exactly once (also when the hold failed), and the partial result
+says why in ``stopped``. A run of ``watchdog_ticks`` ticks without a fresh planned action (the arm
+holding) is counted and logged.
+
+The network runs on a daemon thread (``Inference``): a query that takes longer than
+``SafetyLimits.query_timeout_s`` is abandoned (a stop), and neither the episode's end nor the
+process's exit waits for it.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import queue
+import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
 from act.common.aloha import joint_name
-from act.common.errors import InputError
-from act.runtime.safety import CLIPPED, REFUSED, SafetyLimits, SafetyStop, StaleInputs
+from act.runtime.safety import CLIPPED, REFUSED, SafetyLimits, SafetyStop, StaleInputs, joint_values
 from act.runtime.scheduler import ChunkScheduler
 
 if TYPE_CHECKING:  # recording needs h5py, which running a policy does not
@@ -79,26 +90,69 @@ class RealtimeResult:
     stopped: str | None = None  # why the episode ended early, holding the last safe command; None: it ran out
 
 
+class QueryTimeout(Exception):
+    """A query did not finish within its bound; the loop abandons it (its thread may still be running)."""
+
+
 class Inference:
-    """Runs ``policy.predict_chunk`` on a background thread, one query at a time."""
+    """Runs ``policy.predict_chunk`` on a background daemon thread, one query at a time.
+
+    A daemon, not a ``ThreadPoolExecutor``: the executor's threads are joined when the process exits, so a
+    network that hangs (a GPU driver, a remote runtime) would hang the exit too. A query the loop abandoned
+    keeps its thread busy; the next query gets a new one.
+    """
 
     def __init__(self, policy):
         self.policy = policy
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="act-inference")
+        self._jobs: queue.SimpleQueue | None = None
+        self._busy = threading.Event()  # the worker is inside a query
 
     def _timed(self, observation):
         start = time.perf_counter()
         chunk = self.policy.predict_chunk(observation)
         return chunk, 1000.0 * (time.perf_counter() - start)
 
-    def start(self, observation) -> Future:
-        return self.pool.submit(self._timed, observation)
+    @staticmethod
+    def _work(jobs: queue.SimpleQueue, busy: threading.Event, timed) -> None:
+        while (job := jobs.get()) is not None:
+            future, observation = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            busy.set()
+            try:
+                future.set_result(timed(observation))
+            except BaseException as err:  # noqa: BLE001 - delivered to the loop, which stops on it
+                future.set_exception(err)
+            finally:
+                busy.clear()
 
-    def run(self, observation):
-        return self._timed(observation)
+    def start(self, observation) -> Future:
+        """Queue a query; its future holds ``(chunk (k, A), ms)``."""
+        if self._jobs is None or self._busy.is_set():  # first query, or the last one was abandoned while running
+            self.close()
+            self._jobs, self._busy = queue.SimpleQueue(), threading.Event()
+            worker = threading.Thread(
+                target=self._work, args=(self._jobs, self._busy, self._timed), name="act-inference", daemon=True
+            )
+            worker.start()
+        future: Future = Future()
+        self._jobs.put((future, observation))
+        return future
+
+    def run(self, observation, timeout_s: float | None = None):
+        """A query, waited for at most ``timeout_s`` (``QueryTimeout``; None: as long as it takes)."""
+        future = self.start(observation)
+        try:
+            return future.result(timeout=timeout_s)
+        except FutureTimeout:
+            future.cancel()
+            raise QueryTimeout(f"the query took longer than {1000 * timeout_s:.0f} ms") from None
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True)
+        """Let the worker end after its query; never waits for it."""
+        if self._jobs is not None:
+            self._jobs.put(None)
+            self._jobs = None
 
 
 def run_robot_episode(
@@ -124,8 +178,8 @@ def run_robot_episode(
     A stop (see the module docstring) is not raised: the result says why in ``stopped``.
     """
     episode = _RobotEpisode(robot, policy, inference, ticks, clock or WallClock(), safety or SafetyLimits(), recording)
-    episode.begin(seed)
     try:
+        episode.begin(seed)
         while episode.tick < ticks and not robot.done:
             if not episode.wait_for_tick():
                 break
@@ -137,6 +191,9 @@ def run_robot_episode(
         episode.result.stopped = str(stop)
     except KeyboardInterrupt:
         episode.result.stopped = f"interrupted (Ctrl-C) at tick {episode.tick}"
+    except Exception as err:  # noqa: BLE001 - whatever went wrong, the arm holds and the report is kept
+        log.error("unexpected error in the control loop at tick %d", episode.tick, exc_info=True)
+        episode.result.stopped = f"unexpected error at tick {episode.tick}: {type(err).__name__}: {err}"
     return episode.finish()
 
 
@@ -174,9 +231,11 @@ class _RobotEpisode:
         self.result = RealtimeResult()
         self.stale = StaleInputs(safety)
         self.future: Future | None = None  # the query in flight (asynchronous)
+        self.asked = 0.0  # the clock when the last query was asked
+        self.timeout_s = safety.query_timeout_s(policy.chunk_size)
         self.start = 0.0  # the clock when the episode began (``begin``): tick t is due at start + t * TICK_S
         self.observation: Mapping | None = None  # the newest observation
-        self.last: np.ndarray | None = None  # the last safe command
+        self.last: np.ndarray | None = None  # the last safe command (None until reset gave a sane qpos)
         self.tick = 0
         self.sent = self.observed = self.fresh = -1  # the last tick commanded, observed, and given a fresh action
         self.watchdog_on = False  # the current run of held ticks was reported
@@ -187,13 +246,21 @@ class _RobotEpisode:
         return self.start + self.tick * TICK_S
 
     def begin(self, seed: int | None) -> None:
-        """Reset the robot; its qpos is the first safe command (where the arm is). The clock starts here."""
-        self.observation = self.robot.reset(seed)
-        self.last = np.asarray(self.observation["qpos"], dtype=np.float64).copy()
-        if self.last.shape != (self.safety.dim,):
-            raise InputError(
-                f"the safety limits are for {self.safety.dim} joints; the robot's qpos has shape {self.last.shape}"
+        """Reset the robot; its qpos is the first safe command (where the arm is), once checked: not finite,
+        or outside the joint limits by more than one tick's ``max_delta``, is a stop before any command (a
+        dead encoder). The clock starts here."""
+        self.start = self.clock.now()
+        self.observation = _robot_call(lambda: self.robot.reset(seed), "reset", 0)
+        qpos = _observed_qpos(self.observation, "reset", 0)
+        if qpos.shape != (self.safety.dim,):
+            raise SafetyStop(
+                f"the robot's qpos at reset has shape {qpos.shape}; the safety limits are for {self.safety.dim} "
+                "joints (safety.dim); no command was sent"
             )
+        why = self.safety.implausible(qpos)
+        if why:
+            raise SafetyStop(f"the robot's qpos at reset is refused ({why}); no command was sent")
+        self.last = qpos.copy()
         self.start = self.clock.now()
 
     def wait_for_tick(self) -> bool:
@@ -209,8 +276,10 @@ class _RobotEpisode:
         """The newest observation, checked: a stale one is warned about (a stop under ``stale_stop``), one the
         policy cannot take is a stop."""
         tick = self.tick
-        self.observation, self.observed = _robot_call(self.robot.observe, "observation", tick), tick
-        for warning in self.stale.update(self.observation, tick, _age_ms(self.observation, self.wall)):
+        observation = _robot_call(self.robot.observe, "observation", tick)
+        _observed_qpos(observation, "observation", tick)
+        self.observation, self.observed = observation, tick
+        for warning in self.stale.update(observation, tick, _age_ms(observation, self.wall, tick)):
             self.result.stale_warnings.append(warning)
             log.warning("%s", warning)
             if self.safety.stale_stop:
@@ -222,19 +291,38 @@ class _RobotEpisode:
 
     def query(self) -> bool:
         """Hand an arrived chunk to the scheduler, and start a query when it asks for one. A synchronous query
-        runs here while the arm holds, and the ticks it took are skipped; False when none is left."""
+        runs here while the arm holds, and the ticks it took are skipped; False when none is left. A query in
+        flight for longer than ``safety.query_timeout_s`` is abandoned: a stop."""
         tick, scheduler, observation = self.tick, self.scheduler, self.observation
         if self.future is not None and self.future.done():
             done, self.future = self.future, None
-            _deliver(scheduler, self.result, _inferred(done.result, tick), tick)
+            self._deliver(_inferred(done.result, tick), tick)
+        elif self.future is not None and self.clock.now() - self.asked > self.timeout_s:
+            raise SafetyStop(self._timed_out(tick))
         if not scheduler.wants_query():
             return True
         scheduler.issue()
+        self.asked = self.clock.now()
         if not scheduler.blocking:
             self.future = _inferred(lambda: self.inference.start(observation), tick)
             return True
-        _deliver(scheduler, self.result, _inferred(lambda: self.inference.run(observation), tick), tick)
+        try:
+            timed = self.inference.run(observation, self.timeout_s)
+        except QueryTimeout:
+            raise SafetyStop(self._timed_out(tick)) from None
+        except Exception as err:  # noqa: BLE001 - whatever the runtime raises, the arm must not see it
+            raise SafetyStop(f"inference failed at tick {tick}: {type(err).__name__}: {err}") from err
+        self._deliver(timed, tick)
         return self._catch_up()
+
+    def _timed_out(self, tick: int) -> str:
+        return (
+            f"the query asked at {1000 * (self.asked - self.start):.0f} ms took longer than "
+            f"{1000 * self.timeout_s:.0f} ms (safety.query_timeout_ms) at tick {tick}; it was abandoned"
+        )
+
+    def _deliver(self, timed, tick: int) -> None:
+        _deliver(self.scheduler, self.result, timed, tick, (self.policy.chunk_size, self.safety.dim))
 
     def command(self) -> None:
         """Send this tick's planned action through the safety limits, or hold the last command; record it."""
@@ -281,8 +369,9 @@ class _RobotEpisode:
         return command
 
     def finish(self) -> RealtimeResult:
-        """End the episode: a stopped one holds the last safe command (``_hold_and_stop``), the query in flight
-        finishes, and the result gets the scheduler's counts, the wall time and the robot's success."""
+        """End the episode: a stopped one holds the last safe command and calls ``stop()`` (``_hold_and_stop``),
+        the query in flight gets what is left of its bound and is abandoned after it, and the result gets the
+        scheduler's counts, the wall time and the robot's success. Never raises."""
         result, robot = self.result, self.robot
         if result.stopped is not None:
             log.warning("episode stopped: %s; holding the last safe command", result.stopped)
@@ -291,24 +380,81 @@ class _RobotEpisode:
             unrecorded = self.observation if self.observed > self.sent else None
             _hold_and_stop(robot, result, self.last, hold, self.ticks, unrecorded, self.recording)
         elif hasattr(robot, "hold_until"):
-            robot.hold_until(min(self.tick, self.ticks))  # ticks missed at the very end: the arm held
+            _guarded(result, "holding at the end", lambda: robot.hold_until(min(self.tick, self.ticks)))
         if self.future is not None:
-            try:
-                self.future.result()  # let the query in flight finish before the next episode
-            except Exception:  # noqa: BLE001 - its chunk is not used: the episode is over
-                log.debug("the query in flight at the end of the episode failed", exc_info=True)
+            self._settle(self.future)
         result.queries = self.scheduler.queries
         result.skipped_actions = self.scheduler.skipped
         result.wall_s = self.clock.now() - self.start
-        result.success = getattr(robot, "success", None)
-        result.max_reward = getattr(robot, "max_reward", None)
+        result.success = _guarded(result, "reading success", lambda: getattr(robot, "success", None))
+        result.max_reward = _guarded(result, "reading the reward", lambda: getattr(robot, "max_reward", None))
         return result
 
+    def _settle(self, future) -> None:
+        """Let the query in flight finish within what is left of its bound (its chunk is not used: the episode
+        is over), so the next episode's query does not wait behind it; abandon it after that."""
+        deadline = self.asked + self.timeout_s
+        while not future.done() and self.clock.now() < deadline:
+            self.clock.sleep_until(min(deadline, self.clock.now() + TICK_S))
+        if not future.done():
+            log.warning("the query in flight at the end of the episode is abandoned (safety.query_timeout_ms)")
+            return
+        try:
+            future.result()
+        except Exception:  # noqa: BLE001 - its chunk is not used: the episode is over
+            log.debug("the query in flight at the end of the episode failed", exc_info=True)
 
-def _age_ms(observation: Mapping, wall) -> float | None:
-    """How old the observation's ``timestamp`` (s since the epoch) is, None without one."""
+
+def _guarded(result: RealtimeResult, what: str, call):
+    """``call()``; an exception is logged and noted in the result's ``stopped`` (None returned): the end of an
+    episode must finish."""
+    try:
+        return call()
+    except Exception as err:  # noqa: BLE001 - the report is kept whatever the robot does
+        note = f"the robot failed {what}: {type(err).__name__}: {err}"
+        log.error("%s", note)
+        result.stopped = note if result.stopped is None else f"{result.stopped}; {note}"
+        return None
+
+
+def _observed_qpos(observation, what: str, tick: int) -> np.ndarray:
+    """The observation's qpos as float64; a stop naming the fault when the robot gave no mapping, no qpos, or a
+    qpos that is not numbers (a driver returning None, or a half-read bus); at reset also one not finite."""
+    if not isinstance(observation, Mapping):
+        raise SafetyStop(f"the robot's {what} at tick {tick} is not an observation: {type(observation).__name__}")
+    if observation.get("qpos") is None:
+        raise SafetyStop(f"the robot's {what} at tick {tick} has no qpos")
+    try:
+        qpos = np.asarray(observation["qpos"], dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise SafetyStop(f"the robot's {what} at tick {tick} has a qpos that is not numbers ({err})") from None
+    if what == "reset":
+        flat = qpos.reshape(-1)
+        bad = np.flatnonzero(~np.isfinite(flat))
+        if bad.size:
+            raise SafetyStop(
+                f"the robot's qpos at reset is not finite ({joint_values(flat, bad)}); "
+                "no command was sent: check the joint encoders"
+            )
+    return qpos
+
+
+def _age_ms(observation: Mapping, wall, tick: int) -> float | None:
+    """How old the observation's ``timestamp`` (s since the epoch) is, None without one; a stop for a timestamp
+    that is not a finite number (the age of such an observation cannot be known)."""
     stamp = observation.get("timestamp")
-    return None if stamp is None else 1000.0 * (wall() - float(stamp))
+    if stamp is None:
+        return None
+    try:
+        seconds = float(stamp)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not math.isfinite(seconds):
+        raise SafetyStop(
+            f"the observation at tick {tick} has timestamp {stamp!r}, not seconds since the epoch: "
+            "its age cannot be checked"
+        )
+    return 1000.0 * (wall() - seconds)
 
 
 def _robot_call(call, what: str, tick: int):
@@ -327,11 +473,21 @@ def _inferred(call, tick: int):
         raise SafetyStop(f"inference failed at tick {tick}: {type(err).__name__}: {err}") from err
 
 
-def _deliver(scheduler: ChunkScheduler, result: RealtimeResult, timed, tick: int) -> None:
-    """Hand a finished query's chunk to the scheduler, unless it holds NaN or inf (a stop)."""
+def _deliver(scheduler: ChunkScheduler, result: RealtimeResult, timed, tick: int, shape: tuple[int, int]) -> None:
+    """Hand a finished query's chunk to the scheduler, unless it is not of ``shape`` (k, A) (an export whose
+    metadata disagrees with its network) or holds NaN or inf: a stop."""
     chunk, ms = timed
     result.query_ms.append(ms)
-    chunk = np.asarray(chunk)
+    try:
+        chunk = np.asarray(chunk, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise SafetyStop(f"the network returned something that is not a chunk of numbers at tick {tick} ({err})")
+    if chunk.shape != tuple(shape):
+        raise SafetyStop(
+            f"the network returned a chunk of shape {chunk.shape} at tick {tick}; the policy's metadata says "
+            f"({shape[0]}, {shape[1]}) (chunk_size, joints): export it again with scripts/export.py; "
+            "none of it was sent"
+        )
     bad = np.argwhere(~np.isfinite(chunk))  # (n, 2): (step, joint) of each non-finite number
     if len(bad):
         step, joint = (int(v) for v in bad[0])
@@ -346,27 +502,33 @@ def _deliver(scheduler: ChunkScheduler, result: RealtimeResult, timed, tick: int
 def _hold_and_stop(
     robot,
     result: RealtimeResult,
-    last: np.ndarray,
+    last: np.ndarray | None,
     tick: int,
     ticks: int,
     observation,
     recording: EpisodeRecording | None,
 ) -> None:
-    """End a stopped episode: command the last safe command for ``tick`` (the first not yet
-    commanded), then call the robot's ``stop()`` if it has one."""
-    try:
-        if tick < ticks and not robot.done:
-            robot.command(last, tick)
-            result.ticks += 1
-            result.held_ticks += 1
-            if recording is not None and observation is not None:
-                recording.add(tick, observation, last, held=True)
-        stop = getattr(robot, "stop", None)
-        if callable(stop):
+    """End a stopped episode: command the last safe command for ``tick`` (the first not yet commanded; skipped
+    where there is none: the reset was refused), then call the robot's ``stop()`` if it has one, exactly once,
+    whether or not the hold went out."""
+    if last is not None:
+        try:
+            if tick < ticks and not robot.done:
+                robot.command(last, tick)
+                result.ticks += 1
+                result.held_ticks += 1
+                if recording is not None and observation is not None:
+                    recording.add(tick, observation, last, held=True)
+        except Exception as err:  # noqa: BLE001 - the robot itself failed; say so, still stop it
+            result.stopped += f"; the robot failed to hold the last safe command: {type(err).__name__}: {err}"
+            log.error("the robot failed to hold the last safe command: %s", err)
+    stop = getattr(robot, "stop", None)
+    if callable(stop):
+        try:
             stop()
-    except Exception as err:  # noqa: BLE001 - the robot itself failed; say so, keep the report
-        result.stopped += f"; the robot failed while stopping: {type(err).__name__}: {err}"
-        log.error("the robot failed while stopping: %s", err)
+        except Exception as err:  # noqa: BLE001 - the robot itself failed; say so, keep the report
+            result.stopped += f"; the robot failed while stopping: {type(err).__name__}: {err}"
+            log.error("the robot failed while stopping: %s", err)
 
 
 def summarize_realtime(results: list[RealtimeResult]) -> dict:

@@ -20,6 +20,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from act.common.aloha import DT as TICK_S
 from act.common.aloha import JOINT_LOWER, JOINT_UPPER, MAX_DELTA, joint_name
 from act.common.checks import check_setting, is_integer, is_number
 from act.common.errors import InputError
@@ -61,6 +62,9 @@ class SafetyLimits:
         stale_ms: the age of an observation's ``timestamp`` (s, ``time.time()``) that gets a
             warning; None: timestamps are not checked.
         stale_stop: a stale observation also stops the run.
+        query_timeout_ms: how long a query may take before the loop abandons it (a stop); None: three chunk
+            periods (3 x chunk_size x 20 ms: 1.2 s for chunks of 20, 6 s for the paper's 100), by when the
+            arm has held for longer than any plan the network gave it.
         dim: numbers per command (14 for two ALOHA arms).
     """
 
@@ -72,6 +76,7 @@ class SafetyLimits:
     stale_ticks: int = 50
     stale_ms: float | None = 200.0
     stale_stop: bool = False
+    query_timeout_ms: float | None = None
     dim: int = len(JOINT_LOWER)
 
     def __post_init__(self):
@@ -97,6 +102,32 @@ class SafetyLimits:
             )
         if not isinstance(self.stale_stop, bool):
             raise InputError(f"safety.stale_stop must be true or false, got {self.stale_stop!r}")
+        timeout = self.query_timeout_ms
+        if timeout is not None and (not is_number(timeout) or not 0 < timeout < math.inf):
+            raise InputError(
+                f"safety.query_timeout_ms must be a positive number of milliseconds or null (three chunk "
+                f"periods), got {timeout!r}"
+            )
+
+    def query_timeout_s(self, chunk_size: int) -> float:
+        """Seconds a query may take for a network with chunks of ``chunk_size`` (``query_timeout_ms``)."""
+        if self.query_timeout_ms is not None:
+            return float(self.query_timeout_ms) / 1000.0
+        return 3 * int(chunk_size) * TICK_S
+
+    def implausible(self, qpos: np.ndarray) -> str:
+        """Why ``qpos`` (dim,), where the arm is at reset, cannot be where an arm is ('' where it can): outside a
+        joint's range by more than one tick's ``max_delta`` (a reading slightly outside is an arm the limits
+        bring back; far outside is a broken encoder or a wrong calibration)."""
+        margin = np.where(np.isfinite(self.max_delta), self.max_delta, 0.0)
+        outside = np.flatnonzero((qpos < self.lower - margin) | (qpos > self.upper + margin))
+        if not outside.size:
+            return ""
+        named = [
+            f"{joint_name(int(i), self.dim)} {qpos[i]:.4g} outside [{self.lower[i]:.4g}, {self.upper[i]:.4g}]"
+            for i in outside[:3]
+        ]
+        return "; ".join(named) + (f" (and {outside.size - 3} more)" if outside.size > 3 else "")
 
     def apply(self, command: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, str, str]:
         """The command to send after ``last`` (both (dim,)), its verdict (``ok``, ``clipped`` or

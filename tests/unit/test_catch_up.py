@@ -42,6 +42,8 @@ class StubPolicy:
     """What the loop asks of a policy: a scheduler, an observation check and (through ``TimedInference``) a
     chunk; the chunk holds the arm where it is."""
 
+    chunk_size = CHUNK
+
     def __init__(self, blocking: bool):
         self.blocking = blocking
 
@@ -81,8 +83,8 @@ class LateWake(FakeClock):
 class SlowQuery(TimedInference):
     """A query at tick LATE_AT takes LATE_TICKS ticks; the others take no time."""
 
-    def run(self, observation):
-        chunk, _ = super().run(observation)
+    def run(self, observation, timeout_s=None):
+        chunk, _ = super().run(observation, timeout_s)
         late = self.clock.t == pytest.approx(LATE_AT * TICK_S)
         self.clock.t += LATE_TICKS * TICK_S if late else 0.0
         return chunk, 0.0
