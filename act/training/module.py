@@ -245,7 +245,9 @@ class ACTLitModule(L.LightningModule):
             # Copies: a CUDA graph's outputs are overwritten by its next replay, and the logger keeps these.
             losses = {key: value.clone() for key, value in self.losses_fn(*inputs).items()}
         size = batch["qpos"].shape[0]
-        self.log("train/loss", losses["loss"], prog_bar=True, batch_size=size)
+        # Not ``prog_bar``: Lightning turns progress-bar metrics into numbers after every batch, a read that makes
+        # the host wait for the GPU each step. The bar reads the loss itself when it refreshes (``ProgressBar``).
+        self.log("train/loss", losses["loss"], batch_size=size)
         self.log("train/l1", losses["l1"], batch_size=size)
         self.log("train/kl", losses["kl"], batch_size=size)
         return losses["loss"]

@@ -5,6 +5,12 @@ Lightning's ``ThroughputMonitor`` is not used for samples a second: on CUDA it s
 batch (``torch.cuda.synchronize`` in its update), which would stall the compiled, CUDA-graph step of
 act/training/compiled.py, and it logs to the loggers only, not the bar. ``SamplesPerSecond`` reads the host's clock
 between batches and never waits for the device.
+
+Nothing here reads the device every step. Lightning converts the metrics logged with ``prog_bar=True`` to numbers
+after every batch (a read that makes the host wait until the GPU has run everything queued), and it copies a logged
+Python float to the module's device (a blocking copy). So the training metrics are logged without ``prog_bar``,
+samples a second as a CPU tensor, and the bar reads ``BAR_METRICS`` itself, only when it refreshes: every
+``cuda_refresh_rate`` steps on a GPU. The loggers read their metrics every ``trainer.log_every_n_steps``.
 """
 
 from __future__ import annotations
@@ -13,10 +19,13 @@ import math
 import time
 
 import lightning as L
+import torch
 from lightning.pytorch.callbacks import TQDMProgressBar
 
 from act.common.errors import InputError
 from act.data.dataset import StepSampler
+
+BAR_METRICS = ("train/loss", "train/samples_per_s")  # shown on the bar, read when it refreshes
 
 
 class SamplesPerSecond(L.Callback):
@@ -34,7 +43,8 @@ class SamplesPerSecond(L.Callback):
         if len(self._times) >= 2:
             steps = len(self._times) - 1
             rate = steps * batch["qpos"].shape[0] * trainer.world_size / (self._times[-1] - self._times[0])
-            pl_module.log("train/samples_per_s", rate, prog_bar=True, batch_size=1, rank_zero_only=True)
+            # A CPU tensor: Lightning would copy a float to the module's device, a copy the host waits for.
+            pl_module.log("train/samples_per_s", torch.tensor(rate), batch_size=1, rank_zero_only=True)
 
 
 class ProgressBar(TQDMProgressBar):
@@ -53,6 +63,13 @@ class ProgressBar(TQDMProgressBar):
         if self._trainer is not None and self._trainer.strategy.root_device.type == "cuda":
             return self.cuda_refresh_rate
         return super().refresh_rate
+
+    def get_metrics(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict:
+        """Lightning's items and ``BAR_METRICS``, read now: called only when the bar refreshes."""
+        items = super().get_metrics(trainer, pl_module)
+        logged = trainer.callback_metrics
+        items.update({key: float(logged[key]) for key in BAR_METRICS if key in logged})
+        return items
 
     def on_train_start(self, trainer: L.Trainer, *args) -> None:
         super().on_train_start(trainer, *args)
