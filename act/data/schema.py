@@ -46,6 +46,17 @@ COMPRESS_LEN = "compress_len"  # (cameras, T): each JPEG frame's length in bytes
 JPEG_QUALITY = 50  # the real ALOHA recorder's JPEG quality (its record_episodes.py, COMPRESS = True)
 EPISODE_PATTERN = re.compile(r"^episode_(\d+)\.hdf5$")
 
+# Sizes no recording reaches, refused before anything is read: an HDF5 header declares each dataset's shape,
+# and a few kB (chunks never written, or compressed) can declare terabytes that a read would allocate.
+MAX_STEPS = 1_000_000  # steps of one episode: 5.5 hours at 50 Hz
+MAX_DIM = 1024  # numbers in one qpos or action vector (ALOHA's: 14)
+MAX_IMAGE_SIDE = 4096  # pixels on a side of a camera image (ALOHA's: 480x640)
+# A joint array may declare SMALL_ARRAY_BYTES whatever it stores, beyond that at most MAX_EXPANSION times
+# what it stores (gzip packs at most about 1000:1): a larger promise is data the file does not hold.
+SMALL_ARRAY_BYTES = 64 << 20
+MAX_EXPANSION = 1100
+NUMBERS = "fiu"  # numpy dtype kinds a joint array may have: float, int, unsigned
+
 
 class EpisodeFormatError(InputError):
     """An episode file that cannot be used; the message starts with the file's path."""
@@ -113,10 +124,13 @@ def _is_jpeg(root: h5py.File, dataset: h5py.Dataset) -> bool:
 
 
 def decode_jpeg(data: np.ndarray) -> np.ndarray:
-    """JPEG bytes (zero-padded uint8 vector) -> (H, W, 3) uint8."""
+    """JPEG bytes (zero-padded uint8 vector) -> (H, W, 3) uint8; ``InputError`` for a frame larger than
+    ``MAX_IMAGE_SIDE`` (its header is read first: a few bytes can declare a gigapixel image)."""
     from PIL import Image
 
     with Image.open(io.BytesIO(np.asarray(data, dtype=np.uint8).tobytes())) as image:
+        if max(image.size) > MAX_IMAGE_SIDE:
+            raise InputError(f"a JPEG frame of {image.width}x{image.height} pixels; at most {MAX_IMAGE_SIDE} a side")
         return np.asarray(image.convert("RGB"))
 
 
@@ -150,8 +164,62 @@ def read_frame(root: h5py.File, camera: str, t: int, jpeg: bool = False) -> np.n
     return decode_jpeg(data) if jpeg else data
 
 
+def _dataset(root: h5py.File, key: str) -> tuple[h5py.Dataset | None, str | None]:
+    """The dataset ``key`` of an open file, or why it cannot be one: a group, or data kept in another file
+    (an external link, a virtual or external dataset: an episode file is read alone, never what it points to)."""
+    if isinstance(root.get(key, getlink=True), h5py.ExternalLink):
+        return None, f"/{key} is a link into another file; an episode file must hold its own data"
+    node = root.get(key)
+    if not isinstance(node, h5py.Dataset):
+        return None, f"/{key} must be a dataset, is a {type(node).__name__}"
+    if node.is_virtual or node.external:
+        return None, f"/{key} keeps its data in other files; an episode file must hold its own data"
+    return node, None
+
+
+def declared_problem(root: h5py.File, key: str, ndim: int = 2, kinds: str = NUMBERS) -> str | None:
+    """Why the per-step array ``key`` (``ndim`` 2: (T, dim), or 1: (T,)) cannot be read, from its header alone
+    (nothing is allocated): not a dataset of numbers of that rank, more steps or numbers than any recording has,
+    or more bytes declared than the file stores. None when a read is safe."""
+    ds, problem = _dataset(root, key)
+    if problem:
+        return problem
+    if ds.dtype.kind not in kinds:
+        return f"/{key} must hold numbers (float32), has dtype {ds.dtype}"
+    if ds.ndim != ndim:
+        return f"/{key} must be {ndim}-D ({'T, dim' if ndim == 2 else 'T'}), has shape {ds.shape}"
+    if ds.shape[0] > MAX_STEPS:
+        return f"/{key} declares {ds.shape[0]} steps; an episode has at most {MAX_STEPS}"
+    if ndim == 2 and not 1 <= ds.shape[1] <= MAX_DIM:
+        return f"/{key} declares {ds.shape[1]} numbers a step; expected 1 to {MAX_DIM} (ALOHA: 14)"
+    declared, stored = ds.size * ds.dtype.itemsize, ds.id.get_storage_size()
+    if declared > max(SMALL_ARRAY_BYTES, MAX_EXPANSION * stored):
+        return (
+            f"/{key} declares shape {ds.shape} {ds.dtype} ({declared / 1e9:.3g} GB) but stores {stored} bytes: "
+            "truncated or damaged"
+        )
+    return None
+
+
+def _camera_problem(root: h5py.File, cam: str) -> str | None:
+    """Why camera ``cam`` cannot be read, from its header: frames (T, H, W, 3) uint8 or JPEG rows (T, L) uint8,
+    at most ``MAX_IMAGE_SIDE`` pixels a side."""
+    ds, problem = _dataset(root, f"{IMAGES}/{cam}")
+    if problem:
+        return problem
+    if _is_jpeg(root, ds):
+        if ds.dtype != np.uint8 or ds.shape[1] > 3 * MAX_IMAGE_SIDE**2:
+            return f"camera {cam!r} must be JPEG rows (T, bytes) uint8, is {ds.shape} {ds.dtype}"
+    elif ds.ndim != 4 or ds.shape[-1] != 3 or ds.dtype != np.uint8:
+        return f"camera {cam!r} must be (T, H, W, 3) uint8, is {ds.shape} {ds.dtype}"
+    elif max(ds.shape[1:3]) > MAX_IMAGE_SIDE:
+        return f"camera {cam!r} declares {ds.shape[1]}x{ds.shape[2]} images; at most {MAX_IMAGE_SIDE} a side"
+    return None
+
+
 def _check(root: h5py.File, deep: bool) -> tuple[list[str], dict]:
-    """Problems with an open episode file, and the facts gathered on the way."""
+    """Problems with an open episode file, and the facts gathered on the way. Every shape is checked
+    before an array is read."""
     problems: list[str] = []
     facts: dict = {"cameras": (), "image_shape": None, "jpeg": False}
     for key in (QPOS, ACTION):
@@ -164,26 +232,30 @@ def _check(root: h5py.File, deep: bool) -> tuple[list[str], dict]:
     lengths = {}
     for key in (QPOS, QVEL, EFFORT, ACTION):
         if key in root:
-            ds = root[key]
-            if ds.ndim != 2:
-                problems.append(f"/{key} must be 2-D (T, dim), has shape {ds.shape}")
+            problem = declared_problem(root, key)
+            if problem:
+                problems.append(problem)
                 continue
-            lengths[key] = ds.shape[0]
+            lengths[key] = root[key].shape[0]
     cameras = tuple(sorted(root[IMAGES].keys()))
     shapes, jpeg = set(), False
     for cam in cameras:
+        problem = _camera_problem(root, cam)
+        if problem:
+            problems.append(problem)
+            continue
         ds = root[f"{IMAGES}/{cam}"]
-        lengths[f"{IMAGES}/{cam}"] = ds.shape[0] if ds.ndim else -1
+        lengths[f"{IMAGES}/{cam}"] = ds.shape[0]
         if _is_jpeg(root, ds):
             jpeg = True
             try:
                 shapes.add(decode_jpeg(ds[0]).shape)
             except Exception as err:  # noqa: BLE001 - PIL raises several types for bad data
                 problems.append(f"camera {cam!r}: first JPEG frame does not decode ({err})")
-        elif ds.ndim != 4 or ds.shape[-1] != 3 or ds.dtype != np.uint8:
-            problems.append(f"camera {cam!r} must be (T, H, W, 3) uint8, is {ds.shape} {ds.dtype}")
         else:
             shapes.add(tuple(ds.shape[1:]))
+    if problems:
+        return problems, facts
     if len(set(lengths.values())) > 1:
         problems.append("lengths differ: " + ", ".join(f"/{k} {n}" for k, n in lengths.items()))
     if len(shapes) > 1:
@@ -230,11 +302,13 @@ def read_episode_info(path: Path | str, deep: bool = False) -> EpisodeInfo:
     with _open(path) as root:
         try:
             problems, facts = _check(root, deep)
-        except (OSError, KeyError, RuntimeError) as err:
+            attrs = {} if problems else {k: _plain(v) for k, v in root.attrs.items()}
+        except (OSError, KeyError, RuntimeError, TypeError, ValueError) as err:
+            # h5py and numpy raise these for damaged or unexpected content (an attribute of an unreadable type,
+            # an array where a flag was expected): the file's fault, named as such, never a traceback
             raise EpisodeFormatError(path, f"unreadable content (truncated or corrupt?): {err}") from err
         if problems:
             raise EpisodeFormatError(path, problems)
-        attrs = {k: _plain(v) for k, v in root.attrs.items()}
     return EpisodeInfo(
         path=path,
         length=int(facts["length"]),
@@ -249,15 +323,24 @@ def read_episode_info(path: Path | str, deep: bool = False) -> EpisodeInfo:
 
 def read_low_dim(path: Path | str) -> dict[str, np.ndarray]:
     """``qpos``, ``action`` (and ``qvel``/``effort``/``reward``/``held``/``tick`` when present) of one
-    episode as arrays."""
-    with _open(Path(path)) as root:
-        out = {"qpos": root[QPOS][()].astype(np.float32), "action": root[ACTION][()].astype(np.float32)}
-        for name, key in (("qvel", QVEL), ("effort", EFFORT)):
-            if key in root:
-                out[name] = root[key][()].astype(np.float32)
-        for key in (REWARD, HELD, TICK):
-            if key in root:
-                out[key] = root[key][()]
+    episode as arrays; ``EpisodeFormatError`` where a header declares what cannot be read (``declared_problem``)."""
+    path = Path(path)
+    arrays = {"qpos": (QPOS, 2, NUMBERS), "action": (ACTION, 2, NUMBERS)}
+    arrays.update({"qvel": (QVEL, 2, NUMBERS), "effort": (EFFORT, 2, NUMBERS)})
+    arrays.update({key: (key, 1, NUMBERS + "b") for key in (REWARD, HELD, TICK)})
+    out = {}
+    with _open(path) as root:
+        try:
+            for name, (key, ndim, kinds) in arrays.items():
+                if name not in ("qpos", "action") and key not in root:
+                    continue
+                problem = declared_problem(root, key, ndim, kinds)
+                if problem:
+                    raise EpisodeFormatError(path, problem)
+                values = root[key][()]
+                out[name] = values.astype(np.float32) if ndim == 2 else values
+        except (OSError, KeyError, RuntimeError, TypeError) as err:
+            raise EpisodeFormatError(path, f"unreadable content (truncated or corrupt?): {err}") from err
     return out
 
 
