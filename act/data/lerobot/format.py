@@ -20,11 +20,15 @@ from __future__ import annotations
 
 import json
 import logging
+import posixpath
+import string
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from act.common.aloha import FPS
+from act.common.checks import is_integer
 from act.data.errors import DatasetError
+from act.data.schema import MAX_DIM, MAX_IMAGE_SIDE
 
 CODEBASE_VERSION = "v3.0"
 CHUNKS_SIZE = 1000  # files per chunk folder
@@ -55,6 +59,12 @@ FRAME_COLUMNS = {
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
 STAT_KEYS = ("min", "max", "mean", "std", "count", "q01", "q10", "q50", "q90", "q99")
 TIMESTAMP_TOLERANCE_S = 1e-4  # LeRobotDataset's default tolerance_s
+# Counts no dataset reaches (the largest public LeRobot sets hold about 10^5 episodes and 3 * 10^7 frames),
+# refused before anything is sized by them; the reader then checks each count against the files themselves.
+MAX_EPISODES = 1_000_000
+MAX_FRAMES = 1_000_000_000
+# The fields each path template of info.json may use, as LeRobot fills them.
+TEMPLATE_FIELDS = {"data_path": ("chunk_index", "file_index"), "video_path": ("video_key", "chunk_index", "file_index")}
 
 ARM_JOINTS = ("waist", "shoulder", "elbow", "forearm_roll", "wrist_angle", "wrist_rotate")
 MOTOR_NAMES = tuple(f"{side}_{joint}" for side in ("left", "right") for joint in (*ARM_JOINTS, "gripper"))
@@ -161,11 +171,24 @@ class LeRobotInfo:
         return motor_names(self.features[STATE].get("names"))
 
 
-def _load_json(path: Path) -> dict:
+def load_json_object(path: Path, what: str = "the dataset is incomplete or damaged") -> dict:
+    """The JSON object in ``path``, or ``LeRobotFormatError`` naming the file (unreadable, not JSON, nested past
+    Python's recursion limit, or not an object)."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise LeRobotFormatError(f"{path}: not readable JSON ({err}); the dataset is incomplete or damaged") from err
+        value = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError) as err:
+        raise LeRobotFormatError(f"{path}: not readable JSON ({err}); {what}") from err
+    if not isinstance(value, dict):
+        raise LeRobotFormatError(f"{path}: must be a JSON object {{...}}, is a {type(value).__name__}; {what}")
+    return value
+
+
+def _count(folder: Path, raw: dict, key: str, default: int, low: int, high: int) -> int:
+    """``raw[key]`` (``default`` when absent): a whole number in [low, high], else ``LeRobotFormatError``."""
+    value = raw.get(key, default)
+    if not is_integer(value, whole_floats=True) or not low <= value <= high:
+        raise LeRobotFormatError(f"{folder}: {key} {value!r} in {INFO_PATH}; expected a whole number {low} to {high}")
+    return int(value)
 
 
 def _vector_dim(folder: Path, key: str, feature: dict) -> int:
@@ -175,18 +198,69 @@ def _vector_dim(folder: Path, key: str, feature: dict) -> int:
             f"{folder}: feature {key!r} must be a float32 vector (dim,), meta/info.json says "
             f"dtype {feature.get('dtype')!r} shape {shape}"
         )
+    if not is_integer(shape[0], whole_floats=True) or not 1 <= shape[0] <= MAX_DIM:
+        raise LeRobotFormatError(
+            f"{folder}: feature {key!r} declares shape {shape} in {INFO_PATH}; expected (dim,) with dim 1 to {MAX_DIM}"
+        )
     return int(shape[0])
 
 
 def _image_shape(folder: Path, key: str, feature: dict) -> tuple[int, int, int]:
-    shape, names = list(feature.get("shape") or []), feature.get("names") or []
+    shape, names = feature.get("shape") or [], feature.get("names") or []
+    shape, names = (list(v) if isinstance(v, list) else [] for v in (shape, names))
     if len(shape) == 3 and names[:1] == ["channels"] and shape[0] == 3:  # stored channel-first
         shape = shape[1:] + shape[:1]
-    if len(shape) != 3 or shape[2] != 3:
+    sides_ok = all(is_integer(side, whole_floats=True) and 1 <= side <= MAX_IMAGE_SIDE for side in shape[:2])
+    if len(shape) != 3 or shape[2] != 3 or not sides_ok:
         raise LeRobotFormatError(
-            f"{folder}: camera {key!r} must be an RGB image (H, W, 3), meta/info.json says shape {feature.get('shape')}"
+            f"{folder}: camera {key!r} must be an RGB image (H, W, 3) of at most {MAX_IMAGE_SIDE} pixels a side, "
+            f"meta/info.json says shape {feature.get('shape')}"
         )
     return int(shape[0]), int(shape[1]), 3
+
+
+def _template(folder: Path, raw: dict, key: str, default: str | None) -> str | None:
+    """The path template ``raw[key]``, checked: a string using only LeRobot's fields for it, plainly
+    (``{chunk_index:03d}``; no attribute or item access, no positional field)."""
+    template = raw.get(key, default)
+    if template is None and key == "video_path":
+        return None
+    allowed = TEMPLATE_FIELDS[key]
+    try:
+        if not isinstance(template, str):
+            raise ValueError(f"a {type(template).__name__}, not a string")
+        for _, name, spec, _ in string.Formatter().parse(template):
+            if name is not None and (name not in allowed or "{" in (spec or "")):
+                raise ValueError(f"field {{{name}}}")
+    except ValueError as err:
+        raise LeRobotFormatError(
+            f"{folder}: {key} {template!r} in {INFO_PATH} cannot be used ({err}); expected a path template "
+            f"with the fields {', '.join('{' + f + '}' for f in allowed)}, as {DATA_PATH!r}"
+        ) from None
+    return template
+
+
+def template_path(folder: Path, key: str, template: str, **fields) -> Path:
+    """``folder / template.format(**fields)``, confined to ``folder``: a relative path with no ``..`` part.
+
+    Checked on the text rather than the resolved path: a dataset in the Hugging Face cache is a folder of
+    symbolic links into ``../../blobs``, which must keep working; what the template and the episode rows
+    write cannot climb out of the folder.
+    """
+    try:
+        relative = template.format(**fields)
+    except (ValueError, TypeError, KeyError, IndexError) as err:
+        raise LeRobotFormatError(
+            f"{folder}: {key} {template!r} of {INFO_PATH} cannot be filled with {fields} ({err}); "
+            "meta/episodes holds other values than the template expects"
+        ) from None
+    parts = posixpath.normpath(relative.replace("\\", "/")).split("/")
+    if relative.startswith(("/", "\\")) or ".." in parts or not relative:
+        raise LeRobotFormatError(
+            f"{folder}: {key} gives {relative!r}, outside the dataset folder; a LeRobot dataset's files are "
+            f"inside it, as {DATA_PATH!r}"
+        )
+    return folder / relative
 
 
 def _cameras(folder: Path, raw: dict, features: dict) -> tuple[list[str], dict, dict]:
@@ -224,7 +298,7 @@ def read_info(folder: Path | str) -> LeRobotInfo:
         raise LeRobotFormatError(
             f"{folder} has no {INFO_PATH}: not a LeRobot dataset (data.format=act_hdf5 reads episode_*.hdf5 folders)"
         )
-    raw = _load_json(folder / INFO_PATH)
+    raw = load_json_object(folder / INFO_PATH)
     version = str(raw.get("codebase_version", "unknown"))
     if version != CODEBASE_VERSION or (folder / LEGACY_EPISODES_PATH).is_file():
         raise LeRobotFormatError(
@@ -240,6 +314,12 @@ def read_info(folder: Path | str) -> LeRobotInfo:
     features = raw.get("features")
     if not isinstance(features, dict):
         raise LeRobotFormatError(f"{folder}: {INFO_PATH} has no 'features'")
+    odd = [key for key, feature in features.items() if not isinstance(feature, dict)]
+    if odd:
+        raise LeRobotFormatError(
+            f"{folder}: feature {odd[0]!r} in {INFO_PATH} is {features[odd[0]]!r:.80}; "
+            "each feature is an object with dtype and shape"
+        )
     missing = [key for key in (STATE, ACTION, *FRAME_COLUMNS) if key not in features]
     if missing:
         raise LeRobotFormatError(
@@ -261,16 +341,14 @@ def read_info(folder: Path | str) -> LeRobotInfo:
         image_shape=shapes[cameras[0]],
         state_dim=state_dim,
         action_dim=action_dim,
-        total_episodes=int(raw.get("total_episodes", 0)),
-        total_frames=int(raw.get("total_frames", 0)),
-        data_path=raw.get("data_path", DATA_PATH),
-        video_path=raw.get("video_path"),
-        chunks_size=int(raw.get("chunks_size", CHUNKS_SIZE)),
+        total_episodes=_count(folder, raw, "total_episodes", 0, 1, MAX_EPISODES),
+        total_frames=_count(folder, raw, "total_frames", 0, 1, MAX_FRAMES),
+        data_path=_template(folder, raw, "data_path", DATA_PATH),
+        video_path=_template(folder, raw, "video_path", None),
+        chunks_size=_count(folder, raw, "chunks_size", CHUNKS_SIZE, 1, MAX_FRAMES),
         robot_type=raw.get("robot_type"),
         raw=raw,
     )
-    if info.total_episodes <= 0:
-        raise LeRobotFormatError(f"{folder}: {INFO_PATH} says total_episodes {info.total_episodes}: no episodes")
     if arm_order(info.state_names) == "right_first":
         log.warning(
             "%s: %s names list the right arm first (as openpi's ALOHA converter labels left-first ACT "

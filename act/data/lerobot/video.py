@@ -145,11 +145,12 @@ def concatenate(parts: Sequence[Path], lengths: Sequence[int], out: Path | str, 
                 frames_before += length
 
 
-def check_video(path: Path, until_s: float, fps: int) -> None:
-    """Raise ``VideoError`` unless ``path`` opens and decodes a frame at ``until_s`` - 1/fps (its last needed frame)."""
+def check_video(path: Path, until_s: float, fps: int) -> tuple[int, ...]:
+    """The (H, W, 3) of ``path``'s frames; ``VideoError`` unless it opens and decodes a frame at ``until_s`` - 1/fps
+    (its last needed frame)."""
     reader = FrameDecoder(fps, max_open=1)
     try:
-        reader.frame(path, max(0.0, until_s - 1.0 / fps))
+        return reader.frame(path, max(0.0, until_s - 1.0 / fps)).shape
     finally:
         reader.close()
 
