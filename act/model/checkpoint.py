@@ -17,9 +17,9 @@ import numpy as np
 import torch
 
 from act.common.errors import InputError
-from act.model.act import ACTConfig
+from act.model.act import ACT, ACTConfig
 from act.model.normalized import NormalizedACT
-from act.model.spec import PolicySpec
+from act.model.spec import STAT_KEYS, PolicySpec
 
 CHECKPOINT_HINT = "give a .ckpt file written by scripts/train.py (e.g. <run>/checkpoints/last.ckpt)"
 NET_PREFIX = "net."
@@ -69,19 +69,72 @@ def read_checkpoint(path: str | Path) -> dict:
 def network_state_dict(state_dict: dict) -> dict:
     """The deployed ``NormalizedACT`` of a checkpoint's state dict, without the prefix: the weight
     average where the run kept one, else the trained weights."""
-    prefix = EMA_PREFIX if any(k.startswith(EMA_PREFIX) for k in state_dict) else NET_PREFIX
-    return {k[len(prefix) :]: v for k, v in state_dict.items() if k.startswith(prefix)}
+    prefix = EMA_PREFIX if any(str(k).startswith(EMA_PREFIX) for k in state_dict) else NET_PREFIX
+    return {k[len(prefix) :]: v for k, v in state_dict.items() if isinstance(k, str) and k.startswith(prefix)}
 
 
-def network_from_hparams(hparams: dict, channels_last: bool = True) -> NormalizedACT:
-    """An untrained ``NormalizedACT`` shaped as the checkpoint's hyper-parameters say.
+def config_from_hparams(hparams: dict) -> tuple[ACTConfig, PolicySpec]:
+    """The network config and policy spec a checkpoint's hyper-parameters describe.
 
     ``backbone_weights`` is dropped: the checkpoint's weights replace them, so deployment never
     downloads or reads the pretraining file.
     """
     spec = PolicySpec.from_dict(hparams["deployment"])
     model = {**dict(hparams.get("model") or {}), "num_cameras": len(spec.camera_names), "backbone_weights": None}
-    return NormalizedACT(ACTConfig(**model), spec, image_crop=hparams.get("image_crop"), channels_last=channels_last)
+    return ACTConfig(**model), spec
+
+
+def network_from_hparams(hparams: dict, channels_last: bool = True) -> NormalizedACT:
+    """An untrained ``NormalizedACT`` shaped as the checkpoint's hyper-parameters say."""
+    config, spec = config_from_hparams(hparams)
+    return NormalizedACT(config, spec, image_crop=hparams.get("image_crop"), channels_last=channels_last)
+
+
+def _unreadable(path: str | Path, why: str) -> CheckpointError:
+    return CheckpointError(f"{path} is not a readable checkpoint ({why}); {CHECKPOINT_HINT}")
+
+
+def check_sizes_fit(path: str | Path, hparams: dict, state: dict) -> None:
+    """Raise ``CheckpointError`` unless the network ``hparams`` describe has exactly the weights of ``state``
+    (names and shapes), found without allocating it: the sizes in a file are a promise, the tensors are what
+    it holds, and a forged ``chunk_size`` of 10^12 would otherwise be allocated before any check.
+
+    First every whole-number setting is bounded by what the weights could hold (no size, depth included, exceeds
+    the largest dimension of a weight or the number of weights), so the network can be built on the ``meta``
+    device (shapes, no memory) in moments; then its shapes are compared with the file's, name by name.
+    """
+    bad = [name for name, value in state.items() if not torch.is_tensor(value)]
+    if bad:
+        raise _unreadable(path, f"weight {bad[0]!r} is a {type(state[bad[0]]).__name__}, not a tensor")
+    limit = max([len(state), *(max(value.shape, default=1) for value in state.values())])
+    model = hparams.get("model")
+    for name, value in model.items() if isinstance(model, dict) else ():
+        if isinstance(value, int) and not isinstance(value, bool) and value > limit:
+            raise _unreadable(
+                path, f"its settings say model.{name}={value}, more than any weight in it holds (at most {limit})"
+            )
+    try:
+        config, _ = config_from_hparams(hparams)
+        with torch.device("meta"):
+            network = ACT(config).state_dict()
+    except (TypeError, ValueError, AttributeError, RuntimeError) as err:
+        raise _unreadable(path, f"its settings do not describe an ACT: {str(err).strip()[:200]}") from None
+    # NormalizedACT's weights: the ACT as ``model``, beside its normalisation statistics, whose values
+    # NormalizedACT checks itself (on the meta device they have none)
+    expected = {f"model.{name}": value.shape for name, value in network.items()}
+    expected.update({key: (config.state_dim if key.startswith("qpos") else config.action_dim,) for key in STAT_KEYS})
+    missing = [name for name in expected if name not in state]
+    unexpected = [name for name in state if name not in expected]
+    if missing or unexpected:
+        which = f"no weight {missing[0]!r}" if missing else f"an unexpected weight {unexpected[0]!r}"
+        raise _unreadable(path, f"weights do not fit its settings: {which}, {len(missing) + len(unexpected)} in all")
+    for name, value in expected.items():  # (name, shape)
+        if tuple(value) != tuple(state[name].shape):
+            raise _unreadable(
+                path,
+                f"weights do not fit its settings: {name} has shape {tuple(state[name].shape)}, "
+                f"its settings make {tuple(value)}",
+            )
 
 
 def load_network(
@@ -90,23 +143,21 @@ def load_network(
     """The trained network of a checkpoint, in eval mode, on ``map_location``.
 
     Raises ``CheckpointError`` for a file that is not a readable checkpoint, whose weights do not
-    fit the network its settings describe, or whose weights are not finite (NaN or inf).
+    fit the network its settings describe (checked before the network is built: ``check_sizes_fit``), or whose
+    weights are not finite (NaN or inf).
     """
     checkpoint = read_checkpoint(path)
+    hparams, state_dict = checkpoint["hyper_parameters"], checkpoint["state_dict"]
+    if not isinstance(hparams, dict) or not isinstance(state_dict, dict):
+        raise _unreadable(path, "its settings or weights are not a mapping")
+    state = network_state_dict(state_dict)
+    check_sizes_fit(path, hparams, state)
     try:
-        net = network_from_hparams(dict(checkpoint["hyper_parameters"]), channels_last)
-    except (TypeError, ValueError) as err:
-        raise CheckpointError(
-            f"{path} is not a readable checkpoint (its settings do not describe an ACT: {err}); {CHECKPOINT_HINT}"
-        ) from None
-    state = network_state_dict(checkpoint["state_dict"])
-    try:
+        net = network_from_hparams(hparams, channels_last)
         net.load_state_dict(state)
-    except RuntimeError as err:
-        first = str(err).strip().splitlines()[0]
-        raise CheckpointError(
-            f"{path} is not a readable checkpoint (weights do not fit its settings: {first}); {CHECKPOINT_HINT}"
-        ) from None
+    except (TypeError, ValueError, RuntimeError) as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise _unreadable(path, f"weights do not fit its settings: {first}") from None
     check_finite_weights(path, state.items())
     return net.to(map_location).eval()
 
