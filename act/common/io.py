@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import tempfile
 import threading
 from contextlib import contextmanager
@@ -12,10 +13,18 @@ from pathlib import Path
 from typing import Iterator
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def _new_file(folder: Path, prefix: str, suffix: str) -> Path:
+    """A new empty file ``<prefix><random><suffix>`` in ``folder``, created with mode 0666 less the umask, as
+    ``open()`` creates files: the kernel applies the umask, which is never read (``os.umask`` can only read it
+    by setting it, for every thread of the process at once). Never through a symbolic link; never an
+    existing file."""
+    while True:
+        path = folder / f"{prefix}{secrets.token_hex(4)}{suffix}"
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666))
+            return path
+        except FileExistsError:
+            continue
 
 
 @contextmanager
@@ -23,12 +32,9 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp)
+    tmp = _new_file(path.parent, f".{path.stem}.", f".tmp{path.suffix}")
     try:
         yield tmp
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual mode
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -20,12 +20,13 @@ import json
 import logging
 import os
 import socket
+import stat
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from act.common.errors import RunError
+from act.common.errors import InputError, RunError
 
 LOCK_NAME = ".lock"
 # flock is refused where the filesystem does not offer it: the work goes on, unguarded.
@@ -81,17 +82,35 @@ def _acquire(fd: int, path: Path, fix: str, wait: bool) -> bool:
     return True
 
 
+def _open_file(path: Path) -> int:
+    """``path`` opened for reading and writing, created if need be: never through a symbolic link (a ``.lock``
+    link planted in a shared output folder would have the lock overwrite the file it points to), and only a
+    plain file (a pipe or a device in its place would block or be written to)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as err:
+        if err.errno != errno.ELOOP:
+            raise
+        raise InputError(
+            f"{path} is a symbolic link; a lock file never is: remove it (rm {path}) and start again"
+        ) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputError(f"{path} is not a plain file; a lock file always is: remove it and start again")
+    return fd
+
+
 def _open_locked(path: Path, fix: str, wait: bool) -> int | None:
     """A descriptor of ``path``, created if need be and locked; None where the filesystem has no locks."""
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _open_file(path)
         try:
             if not _acquire(fd, path, fix, wait):
                 os.close(fd)
                 return None
             # A writer that releases removes the file while still holding it: a process that opened
             # it just before then holds a lock on a file no longer there, and locks the new one.
-            if os.path.samestat(os.fstat(fd), os.stat(path)):
+            if os.path.samestat(os.fstat(fd), os.lstat(path)):
                 return fd
         except FileNotFoundError:
             pass
