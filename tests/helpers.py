@@ -3,15 +3,20 @@ tiny networks and batches, callbacks that break a run on purpose, and a fake clo
 
 from __future__ import annotations
 
+import math
+import threading
 from pathlib import Path
 
 import lightning as L
+import numpy as np
 import torch
 from hydra import compose, initialize_config_dir
 
 from act.apps.adapters.evaluation import build_spec, evaluate_and_save
 from act.eval.harness import summary_line
 from act.model import ACT, ACTConfig
+from act.model.spec import PolicySpec
+from act.runtime.robot import check_action
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
@@ -74,8 +79,6 @@ def write_flat_episodes(folder: Path, num_episodes: int, steps: int, image_size=
     """ACT HDF5 transfer-cube episodes of ``steps`` steps: random-walk qpos and actions, and flat frames
     (one grey level a step, gzip: a few kB a 480x640 frame). Training costs what it costs on rendered
     demos, without minutes of rendering or gigabytes of disk."""
-    import numpy as np
-
     from act.data.schema import write_episode
 
     rng = np.random.default_rng(0)
@@ -228,26 +231,47 @@ class Done:
 
 
 class TimedInference:
-    """The policy's real chunk, taking ``latency_s`` of fake-clock time."""
+    """The policy's real chunk, taking ``latency_s`` of fake-clock time. The query runs on a thread; one that has
+    not returned after ``hang_s`` real seconds counts as hung: its future never completes, and ``run`` (a
+    synchronous query) times out as ``Inference.run`` does."""
 
-    def __init__(self, policy, clock, latency_s):
-        self.policy, self.clock, self.latency_s = policy, clock, latency_s
+    def __init__(self, policy, clock, latency_s, hang_s: float = 30.0):
+        self.policy, self.clock, self.latency_s, self.hang_s = policy, clock, latency_s, hang_s
+
+    def _query(self, observation):
+        """The chunk, the exception it raised, or ``None`` for a query still running after ``hang_s``."""
+        box = {}
+
+        def work():
+            try:
+                box["value"] = self.policy.predict_chunk(observation)
+            except Exception as err:  # noqa: BLE001 - delivered by the future, like a background thread's
+                box["value"] = err
+
+        thread = threading.Thread(target=work, daemon=True)
+        thread.start()
+        thread.join(self.hang_s)
+        return box.get("value")
 
     def run(self, observation, timeout_s=None):
-        chunk = self.policy.predict_chunk(observation)
-        if timeout_s is not None and self.latency_s > timeout_s:  # as ``Inference.run``: the wait is bounded
-            from act.runtime.realtime import QueryTimeout
+        from act.runtime.realtime import QueryTimeout
 
+        value = self._query(observation)
+        latency = math.inf if value is None else self.latency_s
+        if timeout_s is not None and latency > timeout_s:  # as ``Inference.run``: the wait is bounded
             self.clock.t += timeout_s
             raise QueryTimeout(f"the query took longer than {1000 * timeout_s:.0f} ms")
+        if isinstance(value, Exception):
+            raise value
         self.clock.t += self.latency_s
-        return chunk, 1000 * self.latency_s
+        return value, 1000 * self.latency_s
 
     def start(self, observation):
-        try:
-            value = self.policy.predict_chunk(observation), 1000 * self.latency_s
-        except Exception as err:  # noqa: BLE001 - delivered by the future, like a background thread's
-            value = err
+        value = self._query(observation)
+        if value is None:
+            return Done(self.clock, math.inf, None)
+        if not isinstance(value, Exception):
+            value = value, 1000 * self.latency_s
         return Done(self.clock, self.clock.now() + self.latency_s, value)
 
 
@@ -289,3 +313,83 @@ def checkpoint_is_finite(path: Path) -> bool:
     """Whether every floating-point tensor in a checkpoint's state_dict is finite."""
     state = torch.load(path, weights_only=True)["state_dict"]
     return all(bool(torch.isfinite(v).all()) for v in state.values() if v.is_floating_point())
+
+
+# -- a fake arm and a scripted network for the control loop (test_safety.py, test_faults.py) --------------
+START = np.array([0.0, -0.96, 1.16, 0.0, -0.3, 0.0, 0.5] * 2)  # both arms in ALOHA's start pose, grippers half open
+SIZE = (8, 8)  # camera frames of the fake arm
+
+
+class ScriptedNetwork:
+    """A predictor stand-in (``ACTPolicy`` runs it like an ONNX export): query i returns
+    ``program[i]`` (the last one repeats), a function of the observed qpos giving the chunk (k, 14),
+    or raises it when it is an exception."""
+
+    format, precision = "scripted", "32-true"
+
+    def __init__(self, program, chunk_size: int = 5):
+        self.program, self.calls = list(program), 0
+        self.spec = PolicySpec(
+            camera_names=("top",), image_size=SIZE, chunk_size=chunk_size, state_dim=14, action_dim=14
+        )
+
+    def __call__(self, qpos, images):
+        step = self.program[min(self.calls, len(self.program) - 1)]
+        self.calls += 1
+        if isinstance(step, Exception):
+            raise step
+        k = self.spec.chunk_size
+        return np.asarray(step(qpos[0].astype(np.float64), k), dtype=np.float32)[None]  # (1, k, 14)
+
+
+def good(q, k):  # a slow, safe motion: the left waist turns 0.01 rad per step
+    return q + np.outer(np.arange(1, k + 1), np.eye(14)[0]) * 0.01
+
+
+class FakeArm:
+    """A robot stand-in: its qpos moves halfway to each command (plus sensor noise), each tick
+    brings a new camera frame; it keeps every command it receives and counts ``stop()`` calls.
+
+    Args:
+        freeze_at: from this commanded tick on, the camera gives the same frame (a frozen camera).
+        interrupt_at: observing after this many commands raises KeyboardInterrupt (Ctrl-C).
+        stamp_age_s: observations carry a ``timestamp`` this old (on ``clock.wall()``).
+    """
+
+    camera_names = ["top"]
+    done = False
+
+    def __init__(self, clock=None, freeze_at=None, interrupt_at=None, stamp_age_s=None):
+        self.clock, self.freeze_at, self.interrupt_at, self.stamp_age_s = clock, freeze_at, interrupt_at, stamp_age_s
+
+    def reset(self, seed=None):
+        self.rng = np.random.default_rng(seed)
+        self.qpos, self.commands, self.stops = START.copy(), [], 0
+        self.frame = self.rng.integers(0, 256, (*SIZE, 3), dtype=np.uint8)
+        return self.observe()
+
+    def observe(self):
+        if self.interrupt_at is not None and len(self.commands) >= self.interrupt_at:
+            raise KeyboardInterrupt
+        if self.freeze_at is None or len(self.commands) < self.freeze_at:
+            self.frame = self.rng.integers(0, 256, (*SIZE, 3), dtype=np.uint8)
+        observation = {
+            "qpos": self.qpos + self.rng.normal(0, 1e-5, 14),
+            "qvel": np.ones(14),
+            "images": {"top": self.frame},
+        }
+        if self.stamp_age_s is not None:
+            observation["timestamp"] = self.clock.wall() - self.stamp_age_s
+        return observation
+
+    def command(self, action, tick):
+        action = check_action(action)
+        self.commands.append((tick, action.copy()))
+        self.qpos = 0.5 * self.qpos + 0.5 * action
+
+    def stop(self):
+        self.stops += 1
+
+    @property
+    def sent(self) -> np.ndarray:
+        return np.array([c for _, c in self.commands])  # (T, 14)

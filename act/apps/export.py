@@ -3,8 +3,9 @@
     python scripts/export.py ckpt_path=outputs/demo/train/checkpoints/last.ckpt format=onnx
     python scripts/export.py ckpt_path=... format=torchscript out=policy.pt
 
-The settings are checked before anything is loaded; the file is written atomically, then described and,
-with ``verify``, compared with the eager fp32 network.
+The settings are checked before anything is loaded; the file is written atomically, with the execution the
+policy was trained to run with (run_realtime.py and eval.py use it), then described and, with ``verify``, compared
+with the eager fp32 network.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from act.common.checks import check_setting
 from act.common.errors import InputError, MissingFileError
 from act.common.io import unwritable_reason
 from act.model.checkpoint import load_network
+from act.runtime.execution import MODE_KEYS
 from act.runtime.export import EXPORT_FORMATS, SUFFIXES, action_difference, export
+from act.runtime.predictors import recorded_execution
 
 
 def main(cfg: DictConfig) -> Path:
@@ -25,11 +28,14 @@ def main(cfg: DictConfig) -> Path:
     ``cfg.verify``, how far its actions are from the eager fp32 network's on a random observation."""
     ckpt, out = check_export(cfg)
     net = load_network(ckpt)  # "<path> is not a readable checkpoint" otherwise
-    export(net, out, cfg.format)
+    execution = recorded_execution(ckpt)
+    export(net, out, cfg.format, execution)
     print(
         f"exported {ckpt} -> {out} ({cfg.format}, {out.stat().st_size / 2**20:.1f} MiB): cameras "
         f"{net.camera_names}, image {net.image_size[0]}x{net.image_size[1]}, chunk {net.chunk_size}, task {net.task}"
     )
+    runs = ", ".join(f"{k}={execution[k]}" for k in MODE_KEYS if execution and execution.get(k) is not None)
+    print(f"execution as trained: {runs or 'none recorded (runs with each command config)'}")
     if cfg.verify:
         print(f"max |action difference| against eager fp32 on a random observation: {action_difference(ckpt, out):.2e}")
     return out

@@ -2,10 +2,12 @@
 
     python scripts/run_realtime.py ckpt_path=outputs/demo/train/checkpoints/last.onnx num_episodes=50
     python scripts/run_realtime.py ckpt_path=... robot=aloha aloha.driver=my_robot:make_env episode_len=500
+    python scripts/run_realtime.py ckpt_path=... faults=realistic      # a dry run under injected faults
 
-The settings are checked, the policy and the robot built, the episodes run through the safety stage
-(``act.runtime.realtime.run_robot_episode``), each recorded if asked, and a report (metrics.json and a
-few lines) written also when the run stops early. See docs/deployment_safety.md.
+The settings are checked, the policy and the robot built (the policy runs as it was trained to: its file's
+execution settings, ``act.runtime.execution.as_trained``; faults wrapped around both where ``faults=`` asks),
+the episodes run through the safety stage (``act.runtime.realtime.run_robot_episode``), each recorded if asked,
+and a report (metrics.json and a few lines) written also when the run stops early. See docs/deployment_safety.md.
 """
 
 from __future__ import annotations
@@ -18,15 +20,17 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from act.apps.adapters.overrides import explicit_overrides, override_key
 from act.common.aloha import FPS, default_camera_map
 from act.common.checks import check_setting
 from act.common.errors import InputError, MissingFileError, RunStopped
 from act.common.io import write_json
 from act.data.schema import episode_path
 from act.runtime.deployment import ROBOTS, check_record_dir, load_driver
-from act.runtime.execution import ExecutionConfig
+from act.runtime.execution import ExecutionConfig, as_trained
+from act.runtime.faults import FaultyNetwork, FaultyRobot, parse_faults
 from act.runtime.policy import ACTPolicy
-from act.runtime.predictors import artifact_format, policy_device
+from act.runtime.predictors import artifact_format, load_predictor, policy_device, recorded_execution
 from act.runtime.realtime import Inference, RealtimeResult, run_robot_episode, summarize_realtime
 from act.runtime.recording import EpisodeRecording
 from act.runtime.robot import AlohaRobot, SimRobot
@@ -39,11 +43,18 @@ def main(cfg: DictConfig) -> dict:
     the report is written."""
     safety = safety_limits(cfg)
     check_run_settings(cfg)
-    policy = load_policy(cfg)
+    faults = parse_faults(cfg.faults)
+    policy, source = load_policy(cfg, faults)
+    print(f"execution: {policy.execution}, from {source} (execution=ensemble or execution=chunked to choose another)")
     robot, ticks = build_robot(cfg, policy)
+    if faults:
+        robot = FaultyRobot(robot, faults, seed=int(cfg.seed), after=int(cfg.faults_after))
     next_record = check_record_dir(cfg.record_dir, policy)
     results, records, interrupted = run_robot_episodes(cfg, policy, robot, ticks, safety, next_record)
     metrics = realtime_metrics(cfg, policy, safety, results, records, interrupted)
+    metrics["execution_from"] = source
+    if faults:
+        metrics["faults"] = fault_report(cfg, faults, robot, policy)
     path = write_json(Path(cfg.out_dir) / "metrics.json", metrics)
     print_realtime_report(cfg, policy, safety, metrics, path)
     raise_if_stopped(cfg, results, interrupted)
@@ -68,16 +79,28 @@ def check_run_settings(cfg: DictConfig) -> None:
         raise InputError(f"num_episodes must be positive, got {cfg.num_episodes}")
     if cfg.episode_len is not None and int(cfg.episode_len) < 1:
         raise InputError(f"episode_len must be positive or null, got {cfg.episode_len}")
+    if not isinstance(cfg.faults_after, int) or cfg.faults_after < 0:
+        raise InputError(f"faults_after must be a whole number of calls >= 0, got {cfg.faults_after!r}")
     if cfg.threads is not None:
         if int(cfg.threads) < 1:
             raise InputError(f"threads must be a positive integer or null, got {cfg.threads}")
         torch.set_num_threads(int(cfg.threads))
 
 
-def load_policy(cfg: DictConfig) -> ACTPolicy:
-    """The checkpoint or export at ``ckpt_path`` on ``device``, run as ``execution`` says."""
-    settings = ExecutionConfig.from_cfg(cfg.execution)
-    return ACTPolicy.load(cfg.ckpt_path, policy_device(cfg.ckpt_path, cfg.device), **asdict(settings))
+def load_policy(cfg: DictConfig, faults: dict | None = None) -> tuple[ACTPolicy, str]:
+    """The checkpoint or export at ``ckpt_path`` on ``device``, run as it was trained to (its recorded execution
+    over ``execution``, the command line's ``execution.<key>=`` on top; ``execution=<mode>`` replaces it), its
+    network wrapped in ``faults`` where given; and where the execution came from."""
+    configured = OmegaConf.to_container(cfg.execution, resolve=True)
+    given = [override_key(o) for o in explicit_overrides()]
+    chosen, source = as_trained(configured, recorded_execution(cfg.ckpt_path), given)
+    settings = asdict(ExecutionConfig.from_cfg(chosen))
+    device = policy_device(cfg.ckpt_path, cfg.device)
+    precision = settings.pop("precision")
+    predictor = load_predictor(cfg.ckpt_path, device, precision)
+    if faults:
+        predictor = FaultyNetwork(predictor, faults, seed=int(cfg.seed), after=int(cfg.faults_after))
+    return ACTPolicy(predictor, device=device, precision=precision, **settings), source
 
 
 def build_robot(cfg: DictConfig, policy: ACTPolicy):
@@ -221,6 +244,13 @@ def realtime_metrics(
             for i, r in enumerate(results)
         ],
     }
+
+
+def fault_report(cfg: DictConfig, faults: dict, robot: FaultyRobot, policy: ACTPolicy) -> dict:
+    """metrics.json's ``faults``: the rates asked for and how often each fault fired (robot and network); printed."""
+    injected = robot.injected + policy.predictor.injected
+    print(f"faults injected: {', '.join(f'{k} {v}' for k, v in sorted(injected.items())) or 'none'}")
+    return {"rates": faults, "after": int(cfg.faults_after), "injected": dict(sorted(injected.items()))}
 
 
 def _limits(values) -> list:

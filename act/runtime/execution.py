@@ -11,12 +11,17 @@ the benchmarks) and for ``ACTPolicy``'s keyword arguments.
   1 for ``ensemble``, k // 2 for ``crossfade``): horizon k, threshold k - n.
 
 ``queue_threshold`` replaces the threshold (asynchronous execution queries earlier to hide latency).
+
+A policy runs as it was trained and evaluated to run (``as_trained``): a checkpoint's training config
+and an export's metadata record the execution settings (``act.runtime.predictors.recorded_execution``),
+and eval.py, run_realtime.py and latency_table.py start from them. Insertion, shipped with whole chunks,
+loses about a third of its successes when ensembled (docs/results/insertion.md, I4).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from act.common.checks import check_setting, is_integer, is_number
 from act.common.errors import InputError
@@ -25,6 +30,10 @@ from act.runtime.precision import PRECISIONS
 from act.runtime.scheduler import ChunkScheduler, check_threshold
 
 LATENTS = ("zero", "sample")  # the CVAE's z at test time (issue 52)
+# How chunks become commands: what a policy was trained and chosen with, carried to every place it runs.
+MODE_KEYS = ("temporal_ensemble_coeff", "n_action_steps", "blend", "queue_threshold", "crossfade_steps", "latent")
+# Where it runs: eval.py also takes these from training (the settings make demo evaluated with); a robot's own.
+RUN_KEYS = ("asynchronous", "precision")
 
 
 def _check_count(key: str, value, least: int, nullable: bool = True) -> None:
@@ -135,3 +144,30 @@ class ExecutionConfig:
         return ChunkScheduler(
             chunk_size, s.blend, s.horizon, s.threshold, not self.asynchronous, coeff, self.crossfade_steps
         )
+
+
+def as_trained(
+    configured: Mapping,
+    trained: Mapping | None,
+    given: Sequence[str],
+    keys: Sequence[str] = MODE_KEYS,
+) -> tuple[dict, str]:
+    """The execution settings to run a policy with, and where they came from.
+
+    Args:
+        configured: the command's ``execution`` node (its config file's defaults and the command line's changes).
+        trained: what the policy's file records (``recorded_execution``), or None.
+        given: the config keys the command line set (``execution``, ``execution.n_action_steps``, ...).
+        keys: which of ``trained`` carry over (``MODE_KEYS``; eval.py adds ``RUN_KEYS``).
+
+    The recorded settings replace the configured ones, and the command line's ``execution.<key>=`` go on top;
+    where the command line picks a mode (``execution=chunked``) or the file records none, ``configured`` stands.
+    """
+    settings = dict(configured)
+    if "execution" in given:
+        return settings, "the command line"
+    if not isinstance(trained, Mapping):
+        return settings, "the config (the policy records no execution)"
+    changed = sorted(k.removeprefix("execution.") for k in given if k.startswith("execution."))
+    settings.update({k: trained[k] for k in keys if k in trained and k not in changed})
+    return settings, "the training run's" + (f", {', '.join(changed)} from the command line" if changed else "")

@@ -2,7 +2,8 @@
 
 The artifact holds the traced graph (network, statistics, image scaling and crop) and, as JSON,
 what a runtime needs: the network's ``PolicySpec`` (camera names, image size, chunk size, state/action
-sizes, statistics, task, render quality), with the network config and crop beside it. TorchScript stores
+sizes, statistics, task, render quality), with the network config and crop beside it, and the execution
+settings the policy was trained and evaluated to run with (whole chunks, ensembling). TorchScript stores
 it as an extra file of the archive, ONNX as model metadata. Both take qpos (N, D) float32 and images
 (N, C, 3, H, W) uint8 with any N and return actions (N, k, A) float32 in joint units; they run with
 ``torch.jit`` or ``onnxruntime`` alone (``act.runtime.predictors``).
@@ -19,6 +20,7 @@ import io
 import json
 import warnings
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 import torch
@@ -41,10 +43,13 @@ def example_inputs(net, batch: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
     return qpos, images
 
 
-def export_metadata(net, fmt: str) -> str:
+def export_metadata(net, fmt: str, execution: Mapping | None = None) -> str:
+    """The export's JSON: the network's spec, config and crop, the format, and ``execution``, the settings it was
+    trained and evaluated to run with (``act.runtime.execution.as_trained`` reads them back; None: not known)."""
     return json.dumps(
         {
             **net.metadata(),
+            "execution": None if execution is None else dict(execution),
             "format": fmt,
             "inputs": {"qpos": "(N, state_dim) float32, joint units", "images": "(N, cameras, 3, H, W) uint8"},
             "outputs": {"actions": "(N, chunk_size, action_dim) float32, joint units"},
@@ -52,12 +57,13 @@ def export_metadata(net, fmt: str) -> str:
     )
 
 
-def export(net, path: str | Path, fmt: str) -> Path:
-    """Write ``net`` (a ``NormalizedACT``, moved to the CPU, fp32, eval mode) to ``path`` atomically."""
+def export(net, path: str | Path, fmt: str, execution: Mapping | None = None) -> Path:
+    """Write ``net`` (a ``NormalizedACT``, moved to the CPU, fp32, eval mode) to ``path`` atomically, with the
+    ``execution`` settings it was trained to run with (``recorded_execution`` of its checkpoint) in its metadata."""
     check_choice("export format", fmt, EXPORT_FORMATS)
     net = net.to("cpu").float().eval()
     inputs = example_inputs(net)  # batch 2: nothing in the graph may specialise on a batch of 1
-    meta = export_metadata(net, fmt)
+    meta = export_metadata(net, fmt, execution)
     path = Path(path)
     with warnings.catch_warnings(), torch.no_grad():
         # Tracing warns about the shape checks it freezes (the shapes are fixed but the batch).

@@ -16,7 +16,9 @@ hold no device (``act.runtime.export``), so one file runs on either.
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 import torch
@@ -195,10 +197,10 @@ def spec_from_metadata(text: str | bytes, path: str | Path) -> PolicySpec:
     beside the network config, crop and format, which a runtime does not need. Exports written
     before a field existed get its default; cameras, image size and the sizes must be there."""
     if isinstance(text, bytes):
-        text = text.decode()
+        text = text.decode(errors="replace")  # not UTF-8: refused below as no metadata, not a traceback
     try:
         meta = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than Python recurses
         meta = None
     needed = {"camera_names", "image_size", "chunk_size", "state_dim", "action_dim"}
     if not isinstance(meta, dict) or not needed <= set(meta):
@@ -254,3 +256,49 @@ def load_predictor(path: str | Path, device: str | torch.device = "cpu", precisi
     if kind == "torchscript":
         return TorchScriptPredictor(path, device)
     return OnnxPredictor(path, device=device)
+
+
+def export_metadata_text(path: str | Path) -> str:
+    """The JSON metadata of an export, read without loading its network: the TorchScript archive's extra file,
+    or the ONNX model's metadata ('' where there is none)."""
+    path = Path(path)
+    if artifact_format(path) == "torchscript":
+        try:
+            with zipfile.ZipFile(path) as archive:
+                name = next((n for n in archive.namelist() if n.endswith(f"/extra/{META_FILE}")), None)
+                return archive.read(name).decode() if name else ""
+        except (zipfile.BadZipFile, OSError, UnicodeDecodeError):
+            return ""
+    try:
+        import onnx
+    except ImportError:  # onnxruntime alone reads it through a session
+        ort = _onnxruntime()
+        try:
+            session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        except Exception:  # noqa: BLE001 - onnxruntime raises its own types; the loader says what is wrong
+            return ""
+        return session.get_modelmeta().custom_metadata_map.get(META_FILE, "")
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception:  # noqa: BLE001 - a damaged file: the loader says what is wrong with it
+        return ""
+    return next((p.value for p in model.metadata_props if p.key == META_FILE), "")
+
+
+def recorded_execution(path: str | Path) -> dict | None:
+    """The execution settings the policy in ``path`` was trained and evaluated with (``act.runtime.execution``'s
+    keys): a checkpoint's training config (``train_config.execution``), an export's metadata (``execution``,
+    written by scripts/export.py); None where the file records none (exports from before it did, or a file that
+    cannot be read: loading it says why)."""
+    try:
+        kind = artifact_format(path)
+        if kind == "checkpoint":
+            from act.model.checkpoint import read_checkpoint
+
+            trained = (read_checkpoint(path)["hyper_parameters"].get("train_config") or {}).get("execution")
+        else:
+            meta = json.loads(export_metadata_text(path) or "{}")
+            trained = meta.get("execution") if isinstance(meta, dict) else None
+    except (InputError, ValueError, OSError):
+        return None
+    return dict(trained) if isinstance(trained, Mapping) else None

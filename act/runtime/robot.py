@@ -115,8 +115,9 @@ class AlohaRobot:
     ``env`` follows the API of the ALOHA real env used with ACT: ``reset()`` and
     ``step(action)`` return a dm_env TimeStep whose observation holds ``qpos``, ``qvel`` and
     ``effort`` (14 each) and ``images`` {``cam_high``, ``cam_low``, ``cam_left_wrist``,
-    ``cam_right_wrist``: (480, 640, 3) uint8}; the action is 14 joint-position targets (grippers
-    normalised). Your driver provides that object; this adapter maps its cameras to the policy's
+    ``cam_right_wrist``: (480, 640, 3) uint8}, and optionally ``timestamp`` (s since the epoch, when
+    it was read: passed on, so ``safety.stale_ms`` can fire); the action is 14 joint-position targets
+    (grippers normalised). Your driver provides that object; this adapter maps its cameras to the policy's
     names (``camera_map``: policy camera -> robot camera), checks every frame and command, and
     sends one command per tick. A real robot keeps time itself: a missed tick is a tick its arm
     held the previous command.
@@ -151,12 +152,15 @@ class AlohaRobot:
             if frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != np.uint8:
                 raise InputError(f"camera {cam!r} must give (H, W, 3) uint8 frames, got {frame.shape} {frame.dtype}")
             frames[name] = frame
-        return {
+        converted = {
             "qpos": qpos,
             "qvel": np.asarray(observation.get("qvel", np.zeros(STATE_DIM))),
             "effort": np.asarray(observation.get("effort", np.zeros(STATE_DIM))),
             "images": frames,
         }
+        if observation.get("timestamp") is not None:  # the driver's stamp: the loop's stale_ms check reads it
+            converted["timestamp"] = observation["timestamp"]
+        return converted
 
     def reset(self, seed: int | None = None) -> Mapping:
         self._ts = self.env.reset()

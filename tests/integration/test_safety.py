@@ -16,14 +16,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from helpers import IMAGE, FakeClock, TimedInference
+from helpers import IMAGE, SIZE, START, FakeArm, FakeClock, ScriptedNetwork, TimedInference, good
 
 from act.common.aloha import ARM_JOINT_RANGES, ARM_JOINTS, GRIPPER_MAX_DELTA, JOINT_LOWER, JOINT_UPPER, MAX_DELTA
 from act.common.errors import InputError
 from act.data.episodes import EpisodeIndex
 from act.data.inspect import summary, validate
 from act.model.checkpoint import CheckpointError, load_network
-from act.model.spec import PolicySpec
 from act.runtime.deployment import check_record_dir
 from act.runtime.export import export
 from act.runtime.policy import ACTPolicy
@@ -32,35 +31,6 @@ from act.runtime.realtime import run_robot_episode
 from act.runtime.recording import EpisodeRecording
 from act.runtime.robot import check_action
 from act.runtime.safety import CLIPPED, OK, REFUSED, SafetyLimits
-
-START = np.array([0.0, -0.96, 1.16, 0.0, -0.3, 0.0, 0.5] * 2)  # both arms in ALOHA's start pose, grippers half open
-SIZE = (8, 8)  # camera frames of the fake arm
-
-
-class ScriptedNetwork:
-    """A predictor stand-in (``ACTPolicy`` runs it like an ONNX export): query i returns
-    ``program[i]`` (the last one repeats), a function of the observed qpos giving the chunk (k, 14),
-    or raises it when it is an exception."""
-
-    format, precision = "scripted", "32-true"
-
-    def __init__(self, program, chunk_size: int = 5):
-        self.program, self.calls = list(program), 0
-        self.spec = PolicySpec(
-            camera_names=("top",), image_size=SIZE, chunk_size=chunk_size, state_dim=14, action_dim=14
-        )
-
-    def __call__(self, qpos, images):
-        step = self.program[min(self.calls, len(self.program) - 1)]
-        self.calls += 1
-        if isinstance(step, Exception):
-            raise step
-        k = self.spec.chunk_size
-        return np.asarray(step(qpos[0].astype(np.float64), k), dtype=np.float32)[None]  # (1, k, 14)
-
-
-def good(q, k):  # a slow, safe motion: the left waist turns 0.01 rad per step
-    return q + np.outer(np.arange(1, k + 1), np.eye(14)[0]) * 0.01
 
 
 def out_of_range(q, k):  # the right shoulder far past its limit, the left gripper beyond open, the waist far below
@@ -79,55 +49,6 @@ def nan(q, k):
     chunk = good(q, k)
     chunk[2, 5] = np.nan
     return chunk
-
-
-class FakeArm:
-    """A robot stand-in: its qpos moves halfway to each command (plus sensor noise), each tick
-    brings a new camera frame; it keeps every command it receives and counts ``stop()`` calls.
-
-    Args:
-        freeze_at: from this commanded tick on, the camera gives the same frame (a frozen camera).
-        interrupt_at: observing after this many commands raises KeyboardInterrupt (Ctrl-C).
-        stamp_age_s: observations carry a ``timestamp`` this old (on ``clock.wall()``).
-    """
-
-    camera_names = ["top"]
-    done = False
-
-    def __init__(self, clock=None, freeze_at=None, interrupt_at=None, stamp_age_s=None):
-        self.clock, self.freeze_at, self.interrupt_at, self.stamp_age_s = clock, freeze_at, interrupt_at, stamp_age_s
-
-    def reset(self, seed=None):
-        self.rng = np.random.default_rng(seed)
-        self.qpos, self.commands, self.stops = START.copy(), [], 0
-        self.frame = self.rng.integers(0, 256, (*SIZE, 3), dtype=np.uint8)
-        return self.observe()
-
-    def observe(self):
-        if self.interrupt_at is not None and len(self.commands) >= self.interrupt_at:
-            raise KeyboardInterrupt
-        if self.freeze_at is None or len(self.commands) < self.freeze_at:
-            self.frame = self.rng.integers(0, 256, (*SIZE, 3), dtype=np.uint8)
-        observation = {
-            "qpos": self.qpos + self.rng.normal(0, 1e-5, 14),
-            "qvel": np.ones(14),
-            "images": {"top": self.frame},
-        }
-        if self.stamp_age_s is not None:
-            observation["timestamp"] = self.clock.wall() - self.stamp_age_s
-        return observation
-
-    def command(self, action, tick):
-        action = check_action(action)
-        self.commands.append((tick, action.copy()))
-        self.qpos = 0.5 * self.qpos + 0.5 * action
-
-    def stop(self):
-        self.stops += 1
-
-    @property
-    def sent(self) -> np.ndarray:
-        return np.array([c for _, c in self.commands])  # (T, 14)
 
 
 def drive(program, asynchronous=False, ticks=40, latency_s=0.03, chunk_size=5, robot=None, **limits):

@@ -8,7 +8,7 @@ demo, learning curves, ablations and the latency table all evaluate through ``bu
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -34,11 +34,10 @@ from act.eval.harness import (
     measure_latency_ms,
 )
 from act.eval.rollout import EvalSpec
-from act.model.checkpoint import read_checkpoint
-from act.runtime.execution import ExecutionConfig
+from act.runtime.execution import MODE_KEYS, RUN_KEYS, ExecutionConfig, as_trained
 from act.runtime.policy import ACTPolicy
 from act.runtime.precision import resolve_precision
-from act.runtime.predictors import artifact_format, policy_device
+from act.runtime.predictors import artifact_format, policy_device, recorded_execution
 
 
 @dataclass(frozen=True)
@@ -183,33 +182,22 @@ def checkpoint_path(ckpt_path) -> Path:
 
 
 def trained_execution(cfg: DictConfig, overrides: Sequence[str] | None = None) -> tuple[DictConfig, str]:
-    """``cfg`` with eval.py's execution settings, and where they came from. A checkpoint runs as its training run
-    chose (``train_config.execution``: insertion's whole chunks, the quickstart's ensembling every 4 ticks, the
-    settings make demo evaluated it with), with the command line's ``execution.<key>=...`` on top, unless the
-    command line picks a mode (``execution=chunked``); configs/eval.yaml's (the paper's ensembling, a query every
-    tick) where it does, and for exports, experts and checkpoints that recorded none. ``overrides``: the command
+    """``cfg`` with eval.py's execution settings, and where they came from (``act.runtime.execution.as_trained``):
+    a checkpoint or an export runs as its training run chose (insertion's whole chunks, the quickstart's ensembling
+    every 4 ticks, the settings make demo evaluated it with), with the command line's ``execution.<key>=...`` on
+    top, unless the command line picks a mode (``execution=chunked``); configs/eval.yaml's (the paper's ensembling,
+    a query every tick) where it does, and for experts and files that recorded none. ``overrides``: the command
     line's (default: Hydra's). Evaluating an insertion checkpoint with ensembling cost a third of its successes
     (docs/results/insertion.md, I4)."""
     given = explicit_overrides() if overrides is None else list(overrides)
     keys = [override_key(o) for o in given]
-    if cfg.get("expert") or not cfg.get("ckpt_path") or "execution" in keys:
+    if cfg.get("expert") or not cfg.get("ckpt_path"):
         return cfg, "eval.yaml" if "execution" not in keys else "command line"
-    try:
-        if artifact_format(Path(cfg.ckpt_path)) != "checkpoint":  # an export keeps no training config
-            return cfg, "eval.yaml"
-        hparams = read_checkpoint(cfg.ckpt_path)["hyper_parameters"]
-    except InputError:  # an unknown file, or no checkpoint: build_spec says what is wrong with it
-        return cfg, "eval.yaml"
-    trained = (hparams.get("train_config") or {}).get("execution")
-    if not isinstance(trained, dict):
-        return cfg, "eval.yaml"
-    settings = {f.name for f in fields(ExecutionConfig)}
-    chosen = {k: v for k, v in trained.items() if k in settings and k != "latency_ticks"}
-    given_keys = {k.removeprefix("execution.") for k in keys if k.startswith("execution.")}
-    chosen.update({k: cfg.execution[k] for k in given_keys if k in cfg.execution})
-    return OmegaConf.merge(cfg, {"execution": chosen}), "the training run's" + (
-        f", {', '.join(sorted(given_keys))} from the command line" if given_keys else ""
-    )
+    configured = OmegaConf.to_container(cfg.execution, resolve=True)
+    settings, source = as_trained(configured, recorded_execution(cfg.ckpt_path), keys, MODE_KEYS + RUN_KEYS)
+    if not source.startswith("the training run's"):
+        return cfg, "eval.yaml" if "execution" not in keys else "command line"
+    return OmegaConf.merge(cfg, {"execution": settings}), source
 
 
 def execution_on_device(cfg: DictConfig, path: Path) -> tuple[str, ExecutionConfig]:
