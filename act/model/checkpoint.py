@@ -58,6 +58,7 @@ def read_checkpoint(path: str | Path) -> dict:
     if (
         not isinstance(checkpoint, dict)
         or not {"state_dict", "hyper_parameters"} <= set(checkpoint)
+        or not isinstance(checkpoint["hyper_parameters"], dict)
         or "deployment" not in checkpoint["hyper_parameters"]
     ):
         raise CheckpointError(
