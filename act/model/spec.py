@@ -93,6 +93,8 @@ class PolicySpec:
             if value is not None and not _positive_int(value):
                 raise InputError(f"policy spec: {name} must be a positive integer, got {value!r}")
             object.__setattr__(self, name, None if value is None else int(value))
+        if self.stats is not None and not isinstance(self.stats, Mapping):  # a list would fail below, unnamed
+            raise InputError(f"policy spec: stats must map {', '.join(STAT_KEYS)} to values, got {self.stats!r:.80}")
         for key in self.stats or {}:
             check_choice("statistic", key, STAT_KEYS)
         object.__setattr__(self, "camera_names", cameras)
