@@ -15,9 +15,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
-# The most a capped child may allocate (RLIMIT_DATA: heap and private mappings; importing torch needs about
-# 300 MB of it, where RLIMIT_AS would need 4 GB for the address space its libraries reserve).
-MEMORY_CAP = 1 << 30
+# The most a capped child may allocate (RLIMIT_DATA: heap and private mappings). Importing torch, torchvision,
+# pyarrow and av takes about 0.9 GB of it, which leaves about 1 GB for the loads; RLIMIT_AS would have to leave
+# 4 GB for the address space torch's libraries reserve, and let that much be allocated.
+MEMORY_CAP = 2 << 30
+CAPPED_ENV = {"ARROW_DEFAULT_MEMORY_POOL": "system"}
 STEPS, DIM, SIZE = 6, 14, (8, 8)
 TINY_MODEL = dict(
     state_dim=DIM,
@@ -103,7 +105,9 @@ def run_capped(code: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", prelude + textwrap.dedent(code)],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": f"{TESTS}{os.pathsep}{ROOT}", "OMP_NUM_THREADS": "1"},
+        # pyarrow's own allocator reserves a gigabyte of address space up front, which RLIMIT_DATA counts; the
+        # system allocator takes what it uses
+        env={**os.environ, "PYTHONPATH": f"{TESTS}{os.pathsep}{ROOT}", "OMP_NUM_THREADS": "1", **CAPPED_ENV},
         capture_output=True,
         text=True,
         timeout=timeout,
