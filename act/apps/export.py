@@ -18,7 +18,7 @@ from act.common.checks import check_setting
 from act.common.errors import InputError, MissingFileError
 from act.common.io import unwritable_reason
 from act.model.checkpoint import load_network
-from act.runtime.execution import MODE_KEYS
+from act.runtime.execution import MODE_KEYS, ExecutionConfig
 from act.runtime.export import EXPORT_FORMATS, SUFFIXES, action_difference, export
 from act.runtime.predictors import recorded_execution
 
@@ -34,8 +34,11 @@ def main(cfg: DictConfig) -> Path:
         f"exported {ckpt} -> {out} ({cfg.format}, {out.stat().st_size / 2**20:.1f} MiB): cameras "
         f"{net.camera_names}, image {net.image_size[0]}x{net.image_size[1]}, chunk {net.chunk_size}, task {net.task}"
     )
-    runs = ", ".join(f"{k}={execution[k]}" for k in MODE_KEYS if execution and execution.get(k) is not None)
-    print(f"execution as trained: {runs or 'none recorded (runs with each command config)'}")
+    if execution:
+        plan = ExecutionConfig.from_cfg({k: v for k, v in execution.items() if k in MODE_KEYS}).schedule(net.chunk_size)
+        print(f"execution as trained: {plan.blend}, a query every {plan.n_action_steps} ticks (eval and run_realtime)")
+    else:
+        print("execution: the checkpoint records none; each command runs it with its config's")
     if cfg.verify:
         print(f"max |action difference| against eager fp32 on a random observation: {action_difference(ckpt, out):.2e}")
     return out

@@ -4,7 +4,9 @@
     python scripts/latency_table.py ckpt_path=outputs/demo/train/checkpoints/last.ckpt
 
 Every (mode, latency) cell of configs/latency_table.yaml is eval.py's evaluation (act/apps/adapters/evaluation.py) in
-simulated time, on the same held-out seeds, written to ``<out_dir>/<mode>_<latency>ms/metrics.json``; then
+simulated time, on the same held-out seeds, each mode a change to the policy's own execution (as it was trained to
+run: ``act.runtime.execution.as_trained``; ``execution=<mode>`` on the command line replaces it), written to
+``<out_dir>/<mode>_<latency>ms/metrics.json``; then
 ``table.md`` and ``table.json`` (act/eval/latency_table.py). Resumable: a cell whose metrics exist is not
 run again.
 """
@@ -14,13 +16,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from act.apps.adapters.evaluation import build_spec, eval_config
+from act.apps.adapters.overrides import explicit_overrides, override_key
 from act.common.errors import InputError
 from act.common.io import atomic_path, write_json
 from act.eval.harness import evaluate_with_bar
 from act.eval.latency_table import latency_markdown, row
+from act.runtime.execution import as_trained
+from act.runtime.predictors import recorded_execution
 
 
 def main(cfg: DictConfig) -> list[dict]:
@@ -28,6 +33,8 @@ def main(cfg: DictConfig) -> list[dict]:
     ``cfg.out_dir``; returns the rows."""
     out_dir = Path(cfg.out_dir)
     cells = table_cells(cfg)
+    base, source = trained_base(cfg)
+    print(f"every mode changes the execution from {source}: {base}")
     for name in dict.fromkeys(name for name, _ in cells):  # every mode's settings checked before the first episode
         build_spec(cell_config(cfg, name, cells[0][1], out_dir / "check"))
     rows, zero = [], {}
@@ -59,6 +66,13 @@ def table_cells(cfg: DictConfig) -> list[tuple[str, float]]:
     return [(name, float(latency)) for name in cfg.modes for latency in cfg.latencies_ms]
 
 
+def trained_base(cfg: DictConfig) -> tuple[dict, str]:
+    """The execution every mode starts from: the policy's recorded one over the config's, and where it came from."""
+    configured = OmegaConf.to_container(cfg.execution, resolve=True)
+    given = [override_key(o) for o in explicit_overrides()]
+    return as_trained(configured, recorded_execution(cfg.ckpt_path) if cfg.ckpt_path else None, given)
+
+
 def cell_config(cfg: DictConfig, mode: str, latency_ms: float, out: Path) -> DictConfig:
     """eval.yaml's defaults with this cell's settings: the table's execution, changed by ``mode``. No task:
     eval.yaml's ``task: null`` group evaluates on the checkpoint's (and leaves no ``task`` key to set)."""
@@ -73,7 +87,7 @@ def cell_config(cfg: DictConfig, mode: str, latency_ms: float, out: Path) -> Dic
         "latency_ms": latency_ms,
         "out_dir": str(out),
         "logger": {"wandb": False},
-        "execution": cfg.execution,
+        "execution": trained_base(cfg)[0],
     }
     return eval_config([cell, {"execution": cfg.modes[mode]}])
 
