@@ -168,6 +168,7 @@ class ACTLitModule(L.LightningModule):
         self.compile_setting = check_compile(compile)
         self.losses_fn: Callable[..., dict] = self.train_losses  # compiled by ``use_compile``
         self.compiled_on: torch.device | None = None
+        self.step_choice: dict | None = None  # the timed step this run trains (``keep_step_choice``)
         self.val_posterior = val_posterior
         if clip_grad_norm is not None and not clip_grad_norm > 0:
             raise InputError(f"clip_grad_norm must be positive or null, got {clip_grad_norm}")
@@ -202,6 +203,14 @@ class ACTLitModule(L.LightningModule):
             self.use_channels_last(channels_last_pays(device, str(self.trainer.precision)))
         if stage == "fit":
             self.use_compile(compile_pays(device) if self.compile_setting == "auto" else self.compile_setting, device)
+
+    def keep_step_choice(self, compiled: bool | str, record: dict | None) -> None:
+        """Train compiled as ``compiled`` says (the timing's choice: ``act.training.step_choice``), and keep
+        ``record`` (the choice, why, and what was timed) in every checkpoint: a resumed run trains the same step
+        instead of timing again, where noise could choose another (other kernels, other random streams)."""
+        self.compile_setting = check_compile(compiled)
+        self.hparams["compile"] = self.compile_setting  # what the checkpoint's network was trained with
+        self.step_choice = record
 
     def use_compile(self, enabled: bool, device: torch.device | str) -> None:
         """Train through ``train_losses`` compiled for ``device`` (``act.training.compiled``), or eagerly."""
@@ -335,6 +344,8 @@ class ACTLitModule(L.LightningModule):
             # list of every visible device's states cannot be restored where fewer GPUs are visible.
             "cuda": None if self.device.type != "cuda" else torch.cuda.get_rng_state(self.device),
         }
+        if self.step_choice is not None:
+            checkpoint["step_choice"] = self.step_choice
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self._pending_rng_state = checkpoint.get("rng_state")

@@ -8,9 +8,10 @@ from __future__ import annotations
 import math
 import warnings
 from pathlib import Path
+from typing import Sequence
 
 import lightning as L
-from lightning.pytorch.callbacks import OnExceptionCheckpoint
+from lightning.pytorch.callbacks import Checkpoint, OnExceptionCheckpoint
 from lightning.pytorch.utilities import rank_zero_only
 
 from act.common.errors import InputError
@@ -115,11 +116,10 @@ def trainer_precision(requested: str, accelerator: str, devices) -> str:
     return choice.precision
 
 
-def checkpoint_folders(trainer: L.Trainer) -> list[Path]:
-    """Every folder the trainer's callbacks save checkpoints into."""
-    folders = {Path(cb.dirpath) for cb in trainer.checkpoint_callbacks if getattr(cb, "dirpath", None)}
-    folders |= {Path(cb.dirpath) for cb in trainer.callbacks if isinstance(cb, OnExceptionCheckpoint)}
-    return sorted(folders)
+def checkpoint_folders(callbacks: Sequence[L.Callback]) -> list[Path]:
+    """Every folder ``callbacks`` (a run's, before or after the trainer holds them) save checkpoints into."""
+    savers = (Checkpoint, OnExceptionCheckpoint)
+    return sorted({Path(cb.dirpath) for cb in callbacks if isinstance(cb, savers) and getattr(cb, "dirpath", None)})
 
 
 INIT_ONLY = ("backbone_weights",)  # used only to initialise a new network
@@ -174,6 +174,17 @@ def resume_step(path: Path, module: L.LightningModule, restart: str) -> int:
     return int(checkpoint.get("global_step", 0))
 
 
+def saved_step_choice(path: Path | None) -> dict | None:
+    """The step the run of the checkpoint at ``path`` chose by timing (``ACTLitModule.keep_step_choice``); None
+    where there is no checkpoint or its run did not time its step."""
+    if path is None:
+        return None
+    try:
+        return read_checkpoint(path).get("step_choice")
+    except CheckpointError as err:
+        raise ConfigError(str(err)) from None
+
+
 def fit_from(
     trainer: L.Trainer, module: L.LightningModule, dm: ACTDataModule, ckpt_path: Path | None, step: int = 0
 ) -> dict:
@@ -182,8 +193,6 @@ def fit_from(
     for logger in trainer.loggers:
         if isinstance(logger, ResumableCSVLogger):
             logger.resume_step = step  # rows logged after the checkpoint are dropped
-    for folder in checkpoint_folders(trainer):
-        check_writable(folder, "checkpoint folder")
     with warnings.catch_warnings():  # Lightning's notes on ckpt_path=None: resuming was decided by the caller
         warnings.filterwarnings("ignore", message=r".*\.fit\(ckpt_path=None\)` was called without a model")
         warnings.filterwarnings("ignore", message=r'.*fit\(ckpt_path="last"\) is set, but there is no last')

@@ -135,7 +135,7 @@ def test_checkpoint_alone_rebuilds_the_policy(tiny_checkpoint):
 def test_bad_configs_fail_before_training(demos, tmp_path, extra, error, message):
     with pytest.raises(error, match=message):
         train(make_cfg(demos, tmp_path / "run", *extra))
-    assert not (tmp_path / "run" / "checkpoints").exists()
+    assert not list((tmp_path / "run").glob("checkpoints/*.ckpt"))  # (the folder may be: its writability was checked)
 
 
 def test_lr_schedule_factors():

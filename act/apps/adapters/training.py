@@ -27,6 +27,7 @@ from act.runtime.device import trainer_device
 from act.runtime.precision import probe_bf16, probe_key
 from act.training.checkpoint_io import SafeCheckpointIO
 from act.training.compiled import check_compile
+from act.training.flags import use_training_flags
 from act.training.resume import resume_checkpoint
 from act.training.run import (
     ConfigError,
@@ -36,7 +37,9 @@ from act.training.run import (
     check_writable,
     checkpoint_folders,
     fit_from,
+    is_rank_zero,
     resume_step,
+    saved_step_choice,
     say,
     trainer_precision,
 )
@@ -47,28 +50,38 @@ def train(cfg: DictConfig, callbacks: Sequence[L.Callback] = ()) -> dict:
     """Check the config, build everything, fit; return the final metrics (floats). ``callbacks`` join the
     config's own (a workflow's: make demo's budget, a learning curve's marks), the config left as it is.
 
-    The run folder is locked (``<out_dir>/.lock``) from before resuming until the end: a second run
-    into it is refused (``act.common.lock.FolderInUseError``). Under DDP rank zero holds it for all ranks.
+    Every check that costs seconds comes before the step is timed, which on a GPU costs minutes of compiling. The run
+    folder is locked (``<out_dir>/.lock``) once it is known writable, before anything is written into it, until the
+    end: a second run into it is refused (``act.common.lock.FolderInUseError``). Under DDP rank zero holds it for all
+    ranks.
     """
     check_backbone_init(cfg.policy.model)  # before the data is read: a setting that cannot train fails first
     L.seed_everything(cfg.seed, workers=True)
     dm = build_datamodule(cfg)
-    step = choose_step(cfg)
-    if step.timings:  # timing a GPU's variants drew random numbers: the network starts from the seed still
-        L.seed_everything(cfg.seed, workers=True)
-    module = build_module(cfg, dm, step.compiled)
+    module = build_module(cfg, dm)
+    callbacks = build_callbacks(cfg, callbacks)
     check_writable(cfg.out_dir, "out_dir")
-    trainer = build_trainer(cfg, step.precision, callbacks)
-    check_before_fitting(cfg, dm, module, trainer)
     lock = (
         folder_lock(cfg.out_dir, "a training run", "give this run another out_dir (hydra.run.dir)")
-        if trainer.is_global_zero
+        if is_rank_zero()
         else nullcontext()
     )
-    with lock:
+    with lock:  # nothing is written into the run folder before it is ours
+        device = check_before_timing(cfg, module)
+        ckpt_path = resume_path(cfg, callbacks)
+        resumed_at = 0 if ckpt_path is None else resume_step(ckpt_path, module, restart_hint(cfg))
+        for folder in checkpoint_folders(callbacks):
+            check_writable(folder, "checkpoint folder")
+        use_training_flags(device, cfg.trainer.get("benchmark"), cfg.trainer.get("deterministic"))
+        step = choose_step(cfg, saved_step_choice(ckpt_path))
+        if step.timings:  # timing a GPU's variants drew random numbers: the run's streams start from the seed still
+            L.seed_everything(cfg.seed, workers=True)
+        module.keep_step_choice(step.compiled, asdict(step) if step.timings else None)
+        trainer = build_trainer(cfg, step.precision, callbacks)
+        check_image_cache(dm, trainer)
         if step.timings and trainer.is_global_zero:  # why this run trains as it does, beside its checkpoints
             write_json(Path(cfg.out_dir) / "step_choice.json", asdict(step))
-        return fit(cfg, dm, module, trainer)
+        return fit_from(trainer, module, dm, ckpt_path, resumed_at)
 
 
 # -- the data ----------------------------------------------------------------------------------------
@@ -165,9 +178,9 @@ def check_episodes(cfg: DictConfig, dm: ACTDataModule, folder: Path) -> None:
 
 
 # -- the module --------------------------------------------------------------------------------------
-def build_module(cfg: DictConfig, dm: ACTDataModule, compiled: bool | str = "auto") -> L.LightningModule:
-    """The ACTLitModule with the dataset's cameras, image size and normalisation stats, its training step compiled
-    as ``compiled`` says (``choose_step``)."""
+def build_module(cfg: DictConfig, dm: ACTDataModule) -> L.LightningModule:
+    """The ACTLitModule with the dataset's cameras, image size and normalisation stats (its training step compiled as
+    ``policy.compile`` says, until ``choose_step`` decides an ``auto``)."""
     index = dm.index
     if index.state_dim != cfg.policy.model.state_dim or index.action_dim != cfg.policy.model.action_dim:
         raise ConfigError(
@@ -182,7 +195,7 @@ def build_module(cfg: DictConfig, dm: ACTDataModule, compiled: bool | str = "aut
         stats=dm.stats,
         demonstrations=index.episodes[0].demonstrations,
     )
-    module = policy_module(OmegaConf.merge(cfg.policy, {"compile": compiled}), spec.to_dict())
+    module = policy_module(cfg.policy, spec.to_dict())
     # Set after instantiation: Hydra would otherwise build every `_target_` inside the config.
     module.hparams["train_config"] = OmegaConf.to_container(cfg, resolve=True)
     return module
@@ -213,37 +226,58 @@ def policy_module(policy_cfg: DictConfig, deployment: dict, pretrained: bool = T
 
 
 # -- the trainer -------------------------------------------------------------------------------------
-def build_trainer(cfg: DictConfig, precision: str, extra: Sequence[L.Callback] = ()) -> L.Trainer:
-    """The Lightning trainer of ``cfg.trainer`` with the configured loggers and callbacks and ``extra`` ones, in
-    ``precision`` (a Lightning precision: ``choose_step``'s)."""
+def build_callbacks(cfg: DictConfig, extra: Sequence[L.Callback] = ()) -> list[L.Callback]:
+    """The configured callbacks (``cfg.callbacks``) and ``extra`` ones."""
+    return [instantiate(c) for c in (cfg.get("callbacks") or {}).values()] + list(extra)
+
+
+def build_trainer(cfg: DictConfig, precision: str, callbacks: Sequence[L.Callback] | None = None) -> L.Trainer:
+    """The Lightning trainer of ``cfg.trainer`` with the configured loggers and ``callbacks`` (None: the configured
+    ones), in ``precision`` (a Lightning precision: ``choose_step``'s). Its torch flags are
+    ``act.training.flags``'s, set before the step was timed."""
     if not cfg.trainer.max_steps or cfg.trainer.max_steps <= 0:
         raise ConfigError(f"trainer.max_steps must be positive, got {cfg.trainer.max_steps}")
     check_clipping(cfg, precision)
     loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values()]
-    callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()] + list(extra)
+    callbacks = build_callbacks(cfg) if callbacks is None else list(callbacks)
     # SafeCheckpointIO: a checkpoint that cannot be written stops the run (Lightning's save may not).
-    trainer = instantiate(
+    return instantiate(
         cfg.trainer, precision=precision, logger=loggers or False, callbacks=callbacks, plugins=[SafeCheckpointIO()]
     )
-    if trainer.strategy.root_device.type == "cuda":
-        # fp32 matrix products on TF32 tensor cores (Ampere on; 10-bit mantissa, fp32 range), as PyTorch
-        # already runs fp32 convolutions; under bf16-mixed it touches only what autocast leaves in fp32.
-        torch.set_float32_matmul_precision("high")
-    return trainer
 
 
-def choose_step(cfg: DictConfig) -> StepChoice:
+TIMED_PRECISIONS = ("auto", "32-true", "bf16-mixed", "16-mixed")  # the others convert the weights themselves
+
+
+def times_the_step(cfg: DictConfig, device: torch.device) -> bool:
+    """Whether the run times its step (``choose_step``): on one CUDA GPU, where ``trainer.precision`` or
+    ``policy.compile`` is ``auto``. Every DDP rank runs this: only a lone GPU times, so all ranks of a larger run
+    choose alike."""
+    requested, setting = str(cfg.trainer.precision), check_compile(cfg.policy.get("compile", "auto"))
+    one_gpu = cfg.trainer.get("devices") in (1, "1", [0], None)
+    return device.type == "cuda" and "auto" in (requested, setting) and one_gpu
+
+
+def choose_step(cfg: DictConfig, saved: dict | None = None) -> StepChoice:
     """The training step's precision and compilation. On one CUDA GPU, where ``trainer.precision`` or
     ``policy.compile`` is ``auto``, both are timed (``act.training.step_choice``: eager bf16 can be slower than
-    fp32 there); elsewhere the precision is the hardware's (``trainer_precision``) and ``auto`` compilation is
-    the module's to decide on its device (never on a CPU). Says which, and why."""
+    fp32 there), unless the run resumes one that did (``saved``: its choice, kept in its checkpoint), whose choice
+    holds; elsewhere the precision is the hardware's (``trainer_precision``) and ``auto`` compilation is the
+    module's to decide on its device (never on a CPU). Says which, and why."""
     requested, setting = str(cfg.trainer.precision), check_compile(cfg.policy.get("compile", "auto"))
     accelerator, devices = cfg.trainer.get("accelerator", "cpu"), cfg.trainer.get("devices")
     device = trainer_device(accelerator, devices)
-    # Every DDP rank runs this: only a lone GPU times, so that all ranks of a larger run choose alike.
-    timed = device.type == "cuda" and "auto" in (requested, setting) and devices in (1, "1", [0], None)
-    if not timed:
+    if not times_the_step(cfg, device):
         return StepChoice(trainer_precision(requested, accelerator, devices), setting, "not timed")
+    if saved is not None:  # what is set explicitly now still wins
+        choice = StepChoice(
+            saved["precision"] if requested == "auto" else requested,
+            saved["compiled"] if setting == "auto" else setting,
+            saved["reason"],
+            dict(saved.get("timings") or {}),
+        )
+        say(f"training step: {choice.name}, as the run it resumes chose it ({choice.reason})")
+        return choice
     precisions = gpu_precisions(probe_bf16(probe_key(device))) if requested == "auto" else [requested]
     compiles = [False, True] if setting == "auto" else [bool(setting)]
     say(f"timing the training step on {device}: {len(precisions) * len(compiles)} variants (compiling those that are)")
@@ -266,34 +300,51 @@ def check_clipping(cfg: DictConfig, precision: str) -> None:
         )
 
 
-def check_before_fitting(cfg: DictConfig, dm: ACTDataModule, module: L.LightningModule, trainer: L.Trainer) -> None:
-    """What needs the data, the module and the trainer together: the frame cache's memory, the learning-rate
-    schedule against ``trainer.max_steps``, and ``ckpt_path``."""
-    check_image_cache(dm, trainer)
+def check_before_timing(cfg: DictConfig, module: L.LightningModule) -> torch.device:
+    """Settings checked before a GPU's step is timed (minutes of compiling), with the folders and the checkpoint
+    to resume from (``train``): ``ckpt_path``, the learning-rate schedule against ``trainer.max_steps``, and the
+    step settings the timing cannot serve. Returns the device the run trains on (rank zero's)."""
+    if cfg.ckpt_path is not None and not Path(cfg.ckpt_path).is_file():
+        raise ConfigError(f"ckpt_path {cfg.ckpt_path} does not exist")
     try:
         module.check_schedule(cfg.trainer.max_steps)
     except ValueError as err:
         raise ConfigError(str(err)) from err
-    if cfg.ckpt_path is not None and not Path(cfg.ckpt_path).is_file():
-        raise ConfigError(f"ckpt_path {cfg.ckpt_path} does not exist")
+    device = trainer_device(cfg.trainer.get("accelerator", "cpu"), cfg.trainer.get("devices"))
+    check_step_settings(cfg, device)
+    return device
+
+
+def check_step_settings(cfg: DictConfig, device: torch.device) -> None:
+    """Refuse what a compiled CUDA step cannot train, and a precision the timing cannot run, in one line each."""
+    requested, setting = str(cfg.trainer.precision), check_compile(cfg.policy.get("compile", "auto"))
+    accumulate = cfg.trainer.get("accumulate_grad_batches") or 1
+    if device.type == "cuda" and setting is not False and accumulate > 1:
+        # CUDA graphs hand out the gradients in memory their next replay overwrites (torch's cudagraph-trees warning).
+        raise ConfigError(
+            f"trainer.accumulate_grad_batches={accumulate} cannot add up gradients across the CUDA-graph steps of "
+            f"policy.compile={setting} (each replay overwrites the last one's); set policy.compile=false to "
+            f"accumulate, or trainer.accumulate_grad_batches=1 with a {accumulate}x larger data.batch_size"
+        )
+    if times_the_step(cfg, device) and setting == "auto" and requested not in TIMED_PRECISIONS:
+        raise ConfigError(
+            f"policy.compile=auto times the step eager against compiled, which trainer.precision={requested} "
+            "cannot be (it converts the weights themselves); with it set policy.compile=true or policy.compile=false"
+        )
 
 
 # -- fitting and the report --------------------------------------------------------------------------
-def fit(cfg: DictConfig, dm: ACTDataModule, module: L.LightningModule, trainer: L.Trainer) -> dict:
-    """Resume if there is something to resume from, fit, and return the final metrics (floats)."""
-    ckpt_path = resume_path(cfg, trainer)
-    if ckpt_path is None:
-        return fit_from(trainer, module, dm, None)
-    step = resume_step(ckpt_path, module, "drop ckpt_path" if cfg.ckpt_path else "give a new out_dir")
-    return fit_from(trainer, module, dm, ckpt_path, step)
+def restart_hint(cfg: DictConfig) -> str:
+    """How a refusal to resume says to start afresh instead."""
+    return "drop ckpt_path" if cfg.ckpt_path else "give a new out_dir"
 
 
-def resume_path(cfg: DictConfig, trainer: L.Trainer) -> Path | None:
+def resume_path(cfg: DictConfig, callbacks: Sequence[L.Callback]) -> Path | None:
     """``ckpt_path``, or else the checkpoint already in the run folder at the highest step
     (``act.training.resume``; Lightning would resume from it silently; here it is said)."""
     if cfg.ckpt_path is not None:
         return Path(cfg.ckpt_path)
-    path, step = resume_checkpoint(checkpoint_folders(trainer))
+    path, step = resume_checkpoint(checkpoint_folders(callbacks))
     if path is not None:
         say(f"resuming from {path} (step {step}), found in the run folder (give a new out_dir to start afresh)")
     return path
