@@ -21,6 +21,10 @@ import torch
 from act.runtime.precision import BF16Probe
 from act.training.timing import module_batch, time_step_variants, training_step_fn
 
+# The calls a compiled step needs before it runs as it will: the first compiles, under CUDA graphs (cudagraph trees)
+# the first runs warm, the second records the graph, the third replays it. All three are where compiling can fail.
+FIRST_CALLS = 3
+
 
 @dataclass(frozen=True)
 class StepChoice:
@@ -60,21 +64,24 @@ def choose_by_timing(
 ) -> StepChoice:
     """Time every precision x compilation on ``device``, each with a module of ``build()`` (random weights, the
     run's shapes), interleaved; the fastest is the choice, and ``timings`` holds every variant's seconds. A variant
-    that fails to compile is left out, its error in the reason: the run then trains eagerly rather than not at all."""
+    whose first ``FIRST_CALLS`` steps fail (the compile, then the CUDA graphs' recording) is left out, its error in
+    the reason: the run then trains eagerly rather than not at all."""
     variants, failed = {}, {}
     for precision, compile_it in itertools.product(precisions, compiles):
         name = choice_name(precision, compile_it)
         module = build().to(device)
         module.use_compile(compile_it, device)
+        step = training_step_fn(module, module_batch(module, batch_size, device), precision)
         try:
-            training_step_fn(module, module_batch(module, batch_size, device), precision)()  # compiles it
-        except Exception as err:  # noqa: BLE001 - inductor and its compilers fail in many ways; eager still trains
+            for _ in range(FIRST_CALLS):
+                step()
+        except Exception as err:  # noqa: BLE001 - inductor, its compilers and graph capture fail in many ways
             failed[name] = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
             continue
         variants[name] = (module, precision)
     if not variants:
         raise RuntimeError(f"no training step ran on {device}: " + "; ".join(f"{k}: {v}" for k, v in failed.items()))
-    times = time_step_variants(variants, batch_size, repeats, device, warmup=2)
+    times = time_step_variants(variants, batch_size, repeats, device, warmup=1)
     best = min(times, key=times.get)
     precision, compiled = next((p, c) for p, c in itertools.product(precisions, compiles) if choice_name(p, c) == best)
     shown = ", ".join(f"{name} {1000 * s:.1f} ms" for name, s in times.items())

@@ -111,3 +111,27 @@ def test_inductor_compiled_training_agrees_with_eager_and_resumes_exactly(demos,
         )
     finally:
         monkeypatch.undo()
+
+
+def test_a_step_whose_graph_capture_fails_is_left_out_and_the_run_trains_eagerly(demos, monkeypatch):
+    """Under CUDA graphs the first compiled call compiles and runs warm, the second records the graph: a
+    recording that fails there is caught as a failed compile is, not left to abort the timing or the run."""
+    from act.apps.adapters.training import build_probe_module
+    from act.training.step_choice import choose_by_timing
+
+    def captured_on_second_call(fn, device):
+        calls = []
+
+        def call(*args):
+            calls.append(1)
+            if len(calls) == 2:
+                raise RuntimeError("CUDA graph capture failed: operation not permitted when stream is capturing")
+            return fn(*args)
+
+        return call
+
+    monkeypatch.setattr(module_file, "compiled", captured_on_second_call)
+    cfg = make_cfg(demos, "unused")
+    choice = choose_by_timing(lambda: build_probe_module(cfg), 2, ["32-true"], [False, True], torch.device("cpu"), 2)
+    assert (choice.precision, choice.compiled) == ("32-true", False) and set(choice.timings) == {"32-true"}
+    assert "32-true/compiled failed (RuntimeError: CUDA graph capture failed" in choice.reason
