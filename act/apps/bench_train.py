@@ -2,7 +2,7 @@
 
     python scripts/bench_train.py out_dir=outputs/bench_train              # the paper's `act` preset
     python scripts/bench_train.py experiment=cpu_quickstart                 # a training experiment's step
-    python scripts/bench_train.py experiment=cpu_quickstart compile=[false,true]   # eager and compiled, interleaved
+    python scripts/bench_train.py experiment=cpu_quickstart compile=[false,true]   # eager, then compiled
     python scripts/bench_train.py experiment=cpu_quickstart_insertion use_vae=[true,false]   # with and without the CVAE
     python scripts/bench_train.py experiment=cpu_quickstart_insertion num_cameras=[1,2] chunk_sizes=[50,100]   # 4 steps
 
@@ -26,6 +26,7 @@ from act.common.checks import is_integer
 from act.common.errors import InputError
 from act.common.io import write_json
 from act.runtime.device import resolve_device
+from act.training.flags import use_training_flags
 
 
 def main(cfg: DictConfig) -> dict:
@@ -80,11 +81,20 @@ def main(cfg: DictConfig) -> dict:
     )
     for name, why in results.get("skipped", {}).items():
         print(f"skipping {name}: not native here, {why} (emulated_bf16=true to time it anyway)")
-    results["training"] = time_training(bench, variants, device, build)
+    # As the run trains it: TF32 matmuls on CUDA, cuDNN's autotuner as trainer.benchmark says (act.training.flags).
+    use_training_flags(device, cfg.trainer.get("benchmark"), cfg.trainer.get("deterministic"))
+    path = Path(cfg.out_dir) / "metrics.json"
+    # The eager steps first, written at once; then the compiled ones, whose compiles take minutes and may fail or
+    # be cut short: the eager rows are on disk by then. Each group is interleaved within itself.
+    for compiled in (False, True):
+        group = {name: variant for name, variant in variants.items() if variant.compiled is compiled}
+        if group:
+            results["training"].update(time_training(bench, group, device, build))
+            write_json(path, results)
     for precision in dict.fromkeys(precision for precision, *_ in variants.values()):
         results["inference"][precision] = time_inference(bench, precision, device, build)
     results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    path = write_json(Path(cfg.out_dir) / "metrics.json", results)
+    write_json(path, results)
     _report(results, path)
     return results
 
@@ -101,6 +111,9 @@ def positive_ints(values, key: str) -> list[int]:
 
 def _report(results: dict, path: Path) -> None:
     for name, r in results["training"].items():
+        if "error" in r:
+            print(f"train {name:26s} failed after {r['seconds_before_failing']:.0f} s: {r['error']}")
+            continue
         phases = " ".join(f"{k} {v:.0f}" for k, v in r["phases_ms"].items())
         if r["compiled"]:
             phases += f"; first step {r['first_step_s']:.0f} s, compiling"

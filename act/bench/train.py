@@ -108,8 +108,10 @@ def step_flops(module: nn.Module, batch: dict, precision: str) -> float:
 
 def time_training(bench: TrainBench, variants: dict[str, Variant], device: str, build: BuildModule) -> dict:
     """Every variant's training step ``{name: Variant}``, timed in interleaved rounds (one step of each per
-    round); a variant with its own cameras or chunk size gets a batch of that shape, drawn from the same seed."""
-    steps, phases, flops, losses, compile_s = {}, {}, {}, {}, {}
+    round); a variant with its own cameras or chunk size gets a batch of that shape, drawn from the same seed.
+    A variant whose warm-up fails (a compile, or the recording of its CUDA graphs) gets a row with its ``error``
+    and is left out of the rounds; the others are timed as if it had not been asked for."""
+    steps, phases, flops, losses, compile_s, failed = {}, {}, {}, {}, {}, {}
     batches = {name: variant_batch(bench, variant, device) for name, variant in variants.items()}
     for name, variant in variants.items():
         precision, batch = variant.precision, batches[name]
@@ -121,9 +123,23 @@ def time_training(bench: TrainBench, variants: dict[str, Variant], device: str, 
             module, batch, precision, phases=phases[name] if device_type_of(device) == "cpu" else None
         )
         start = time.perf_counter()
-        losses[name] = [steps[name]()]  # warm-up: kernel selection, or the whole compilation
-        compile_s[name] = time.perf_counter() - start
-        steps[name]()  # a second warm-up: allocator and kernel caches settle
+        try:
+            losses[name] = [steps[name]()]  # warm-up: kernel selection, or the whole compilation
+            compile_s[name] = time.perf_counter() - start
+            steps[name]()  # a second warm-up: allocator and kernel caches settle; CUDA graphs record here
+            if variant.compiled:
+                steps[name]()  # and replay here, where a failed recording would show
+        except Exception as err:  # noqa: BLE001 - inductor and graph capture fail in many ways; the rest still time
+            failed[name] = {
+                "precision": precision,
+                "compiled": variant.compiled,
+                "error": f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0]}",
+                "seconds_before_failing": time.perf_counter() - start,
+            }
+            del steps[name]
+    variants = {name: variant for name, variant in variants.items() if name not in failed}
+    if not variants:
+        return failed
     # The matmul rate of each precision, timed once per round beside the steps: timed apart, minutes
     # of a shared host's drift moved a Zen 4's bf16 rate between 204 and 353 GFLOP/s from one variant
     # to the next, and each floor ratio with it.
@@ -167,7 +183,7 @@ def time_training(bench: TrainBench, variants: dict[str, Variant], device: str, 
         results[name].update(
             compiled=compile_it, first_step_s=compile_s[name], use_vae=use_vae, num_cameras=cameras, chunk_size=chunk
         )
-    return results
+    return {**results, **failed}
 
 
 def variant_shape(bench: TrainBench, variant: Variant) -> tuple[int, int]:
