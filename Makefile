@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 TASK ?= transfer_cube
 
-.PHONY: install test test-slow demo experts bench gpu-check clean
+.PHONY: install test test-slow demo experts bench gpu-check gpu-check-paper clean
 
 install: $(STAMP)
 
@@ -42,11 +42,16 @@ experts: install
 bench: install
 	$(PY) scripts/bench_env.py out_dir=outputs/bench_env
 
-# The checks that need a GPU, about ten minutes on one (docs/gpu.md); one line and exit 2 without CUDA.
-# On a lent GPU machine with no PyPI: bash scripts/gpu_bundle.sh here, then there
-#   PYTHONPATH=$$PWD/.gpu/site:$$PWD MUJOCO_GL=egl make gpu-check PY=python3 ARGS="out_dir=$$OUT/gpu_check"
+# The checks that need a GPU, one command of at most 540 s (docs/gpu.md); one line and exit 2 without CUDA.
+# gpu-check-paper, a second command into the same out_dir, continues the paper preset from its checkpoint.
+# On a lent GPU machine with no PyPI: bash scripts/gpu_bundle.sh here, then there (out_dir inside the working tree,
+# which a warm machine keeps between commands; copy gpu_check.json and gpu_check.md to $$OUT after each)
+#   PYTHONPATH=$$PWD/.gpu/site:$$PWD MUJOCO_GL=egl make gpu-check PY=python3 ARGS="out_dir=outputs/gpu_check"
 gpu-check: $(if $(filter $(VENV)/bin/python,$(PY)),install)
 	@MUJOCO_GL=$${MUJOCO_GL:-egl} $(PY) scripts/gpu_check.py $(ARGS)
+
+gpu-check-paper: $(if $(filter $(VENV)/bin/python,$(PY)),install)
+	@MUJOCO_GL=$${MUJOCO_GL:-egl} $(PY) scripts/gpu_check.py stages=[paper] paper_s=540 $(ARGS)
 
 clean:
 	rm -rf $(VENV) outputs .pytest_cache

@@ -1,11 +1,13 @@
-"""The checks that need a GPU, in one command of about ten minutes (`make gpu-check`).
+"""The checks that need a GPU, in one command of at most 540 s (`make gpu-check`), and a second that continues
+the paper preset from its checkpoint (`make gpu-check-paper`, the same out_dir).
 
-    python scripts/gpu_check.py out_dir=$OUT/gpu_check
-    python scripts/gpu_check.py stages=[cuda_tests,speed]          # a part of it
+    python scripts/gpu_check.py out_dir=outputs/gpu_check
+    python scripts/gpu_check.py out_dir=outputs/gpu_check stages=[paper] paper_s=540
+    python scripts/gpu_check.py stages=[speed,cuda_tests]          # a part of it
 
-CUDA tests, a speed table of the paper preset and the quickstart, a short paper-preset run and the
-quickstart trained as far as five minutes allow, evaluated on the held-out seeds; writes
-gpu_check.json and gpu_check.md (act/apps/gpu_check.py). Without CUDA: one line, exit 2.
+The speed tables eager and compiled, the CUDA tests, and the paper preset end to end as far as its share reaches,
+each stage within its share, its figures written to gpu_check.json and gpu_check.md as soon as it has them
+(act/apps/gpu_check.py). Without CUDA: one line, exit 2.
 """
 
 from __future__ import annotations

@@ -1,11 +1,19 @@
-"""make gpu-check's parts that run without a GPU: its CUDA-test stage (every cuda test skipped here,
-counted from pytest's JUnit report), the quickstart's steps sized from the timed step, and the
-Markdown that docs/results.md takes. The refusal without CUDA: tests/e2e/test_scripts.py."""
+"""make gpu-check's parts that run without a GPU: its stages' shares of one command on a fake clock, with the
+figures on disk as each stage ends, its CUDA-test stage (every cuda test skipped here, counted from pytest's JUnit
+report), the paper stage interrupted and reporting how far it got, the quickstart's steps sized from the timed step,
+and the Markdown that docs/results.md takes. The refusal without CUDA: tests/e2e/test_scripts.py."""
 
 from __future__ import annotations
 
-import pytest
+import json
+import sys
 
+import pytest
+import torch
+from helpers import CONFIGS
+from hydra import compose, initialize_config_dir
+
+import act.apps.gpu_check as gpu_check_app
 from act.bench import gpu_check
 from act.runtime.precision import PrecisionChoice
 
@@ -127,7 +135,7 @@ def test_the_paper_stage_runs_the_papers_command_end_to_end(tmp_path, monkeypatc
     step the run chose by timing read back from its folder."""
     calls = []
 
-    def fake_run(args, log, timeout_s, env=None):
+    def fake_run(args, log, timeout_s, env=None, grace_s=0.0):
         calls.append(args)
         train = tmp_path / "paper" / "train"
         train.mkdir(parents=True)
@@ -135,7 +143,7 @@ def test_the_paper_stage_runs_the_papers_command_end_to_end(tmp_path, monkeypatc
         return {"rc": 0, "seconds": 1.0, "log": str(log)}
 
     monkeypatch.setattr(gpu_check, "run_command", fake_run)
-    result = gpu_check.paper_run(tmp_path, steps=10000, demos=50, episodes=50, timeout_s=500)
+    result = gpu_check.paper_run(tmp_path, steps=10000, demos=50, episodes=50, timeout_s=500, grace_s=30)
     args = calls[0]
     assert args[1].endswith("scripts/demo.py") and args[2:4] == ["experiment=paper", "trainer=gpu"]
     for override in (
@@ -147,3 +155,102 @@ def test_the_paper_stage_runs_the_papers_command_end_to_end(tmp_path, monkeypatc
     ):
         assert override in args
     assert result["step_choice"]["compiled"] is True and result["rc"] == 0
+
+
+def gpu_check_cfg(*overrides: str):
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        return compose("bench/gpu_check", overrides=list(overrides))
+
+
+def test_every_stage_keeps_its_share_of_one_command_and_its_figures_are_on_disk(tmp_path, monkeypatch):
+    """The shipped stages on a fake clock, each taking its whole limit: speed, the CUDA tests and the paper preset
+    get their configured shares (which fit one 540-s command), and every stage's figures, every speed preset's
+    as it ends, are in gpu_check.json and gpu_check.md before the next stage starts."""
+    now = [0.0]
+    monkeypatch.setattr(gpu_check_app, "Clock", lambda budget: gpu_check.Clock(budget, now=lambda: now[0]))
+    monkeypatch.setattr(gpu_check_app, "require_cuda", lambda: "NVIDIA H100")
+    limits, on_disk = {}, {}
+
+    def stages_written():
+        report = json.loads((tmp_path / "gpu_check.json").read_text())["stages"]
+        return {name: sorted(figures) for name, figures in report.items()}
+
+    def fake_speed(out, timeout_s, presets, precisions, steps, done):
+        limits["speed"], tables = timeout_s, {}
+        for preset in presets:
+            now[0] += timeout_s / len(presets)
+            tables[preset] = {"rc": 0, "training": {"32-true": speed_row("32-true", 40.0)}}
+            done(dict(tables))
+            on_disk.setdefault("speed", []).append(stages_written()["speed"])
+        return tables
+
+    def fake_tests(out, timeout_s):
+        limits["cuda_tests"], on_disk["cuda_tests"] = timeout_s, stages_written()
+        now[0] += timeout_s
+        return {"rc": "timeout", "seconds": timeout_s, "log": "t.log"}
+
+    def fake_paper(out, steps, demos, episodes, timeout_s, grace_s):
+        limits["paper"], on_disk["paper"] = timeout_s, stages_written()
+        now[0] += timeout_s
+        return {"rc": "timeout", "seconds": timeout_s, "log": "p.log", "checkpoint_step": 4200, "last_train_loss": 0.5}
+
+    for name, fake in (("speed", fake_speed), ("cuda_tests", fake_tests), ("paper_run", fake_paper)):
+        monkeypatch.setattr(gpu_check_app, name, fake)
+    cfg = gpu_check_cfg(f"out_dir={tmp_path}")
+    gpu_check_app.main(cfg)
+    assert list(cfg.stages) == ["speed", "cuda_tests", "paper"] and cfg.budget_s <= gpu_check_app.COMMAND_LIMIT_S
+    assert limits == {"speed": cfg.speed_s, "cuda_tests": cfg.tests_s, "paper": cfg.paper_s}
+    assert sum(limits.values()) == now[0] <= cfg.budget_s
+    assert on_disk["speed"] == [["paper"], ["paper", "quickstart"], ["four_cameras", "paper", "quickstart"]]
+    assert on_disk["cuda_tests"] == {"speed": ["four_cameras", "paper", "quickstart"]}
+    assert set(on_disk["paper"]) == {"speed", "cuda_tests"}
+    text = (tmp_path / "gpu_check.md").read_text()
+    assert "| four_cameras | 32-true | 40.0 |" in text and "- paper: no result (rc timeout after 270" in text
+    assert "reached step 4200, train/loss 0.500" in text
+
+
+def test_stages_that_do_not_fit_one_command_are_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"^the stages' shares \(speed 170 \+ cuda_tests 100 \+ paper 400 = 670 s\)"):
+        gpu_check_app.stage_shares(gpu_check_cfg("paper_s=400"))
+    with pytest.raises(ValueError, match=r"^budget_s=660 is more than one command of a lent GPU may run \(540\)"):
+        gpu_check_app.stage_shares(gpu_check_cfg("budget_s=660"))
+    shares = gpu_check_app.stage_shares(gpu_check_cfg("stages=[paper]", "paper_s=540"))  # make gpu-check-paper
+    assert shares["paper"] == 540
+
+
+CTRL_C_SAVES = """
+import signal, sys, time
+signal.signal(signal.SIGINT, lambda *a: (open(sys.argv[1], "w").write("saved"), sys.exit(130)))
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_stage_at_the_end_of_its_share_is_interrupted_first_and_saves(tmp_path):
+    saved = tmp_path / "interrupted.ckpt"
+    args = [sys.executable, "-c", CTRL_C_SAVES, str(saved)]
+    result = gpu_check.run_command(args, tmp_path / "run.log", timeout_s=4.0, grace_s=2.0)
+    assert result["rc"] == "timeout" and saved.read_text() == "saved"
+
+
+def test_the_paper_stage_reports_how_far_it_got(tmp_path):
+    run = tmp_path / "train"
+    (run / "checkpoints").mkdir(parents=True)
+    torch.save(
+        {"global_step": 4200, "state_dict": {}, "hyper_parameters": {"deployment": None}},
+        run / "checkpoints" / "interrupted.ckpt",
+    )
+    (run / "csv").mkdir()
+    (run / "csv" / "metrics.csv").write_text("step,train/loss,val/l1\n4000,0.61,\n4100,0.58,\n4100,,0.7\n")
+    assert gpu_check.progress_of(run) == {"checkpoint_step": 4200, "last_train_loss": 0.58}
+    assert gpu_check.progress_of(tmp_path / "none") == {"checkpoint_step": 0, "last_train_loss": None}
+
+
+def test_the_speed_table_times_the_network_the_paper_stage_trains():
+    """The speed stage's paper preset once kept frozen BatchNorm (with random weights) while the paper stage trains
+    GroupNorm: the table then timed a step the paper stage never runs."""
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        timed = compose("bench/train", overrides=[*gpu_check.PRESETS["paper"], "trainer=gpu"])
+        trained = compose("demo", overrides=["experiment=paper", "trainer=gpu", *gpu_check.OFFLINE_BACKBONE])
+    assert timed.policy == trained.policy and timed.policy.model.backbone_norm == "group_norm"
+    assert (timed.task.image_size, timed.data.batch_size) == (trained.task.image_size, trained.data.batch_size)
