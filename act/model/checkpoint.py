@@ -104,6 +104,8 @@ def check_sizes_fit(path: str | Path, hparams: dict, state: dict) -> None:
     the largest dimension of a weight or the number of weights), so the network can be built on the ``meta``
     device (shapes, no memory) in moments; then its shapes are compared with the file's, name by name.
     """
+    if not state:  # e.g. the layout before the network carried its statistics: ``model.*`` at the top
+        raise _unreadable(path, f"weights do not fit its settings: it holds none under {NET_PREFIX!r}")
     bad = [name for name, value in state.items() if not torch.is_tensor(value)]
     if bad:
         raise _unreadable(path, f"weight {bad[0]!r} is a {type(state[bad[0]]).__name__}, not a tensor")
