@@ -511,17 +511,22 @@ def _hold_and_stop(
     """End a stopped episode: command the last safe command for ``tick`` (the first not yet commanded; skipped
     where there is none: the reset was refused), then call the robot's ``stop()`` if it has one, exactly once,
     whether or not the hold went out."""
-    if last is not None:
-        try:
-            if tick < ticks and not robot.done:
-                robot.command(last, tick)
-                result.ticks += 1
-                result.held_ticks += 1
-                if recording is not None and observation is not None:
-                    recording.add(tick, observation, last, held=True)
-        except Exception as err:  # noqa: BLE001 - the robot itself failed; say so, still stop it
-            result.stopped += f"; the robot failed to hold the last safe command: {type(err).__name__}: {err}"
-            log.error("the robot failed to hold the last safe command: %s", err)
+    try:
+        if last is not None and tick < ticks and not robot.done:
+            robot.command(last, tick)
+            result.ticks += 1
+            result.held_ticks += 1
+            if recording is not None and observation is not None:
+                recording.add(tick, observation, last, held=True)
+    except Exception as err:  # noqa: BLE001 - the robot itself failed; say so, still stop it
+        result.stopped += f"; the robot failed to hold the last safe command: {type(err).__name__}: {err}"
+        log.error("the robot failed to hold the last safe command: %s", err)
+    finally:  # also on a second Ctrl-C during the hold
+        _stop_robot(robot, result)
+
+
+def _stop_robot(robot, result: RealtimeResult) -> None:
+    """The robot's optional ``stop()``; a failure is named in the result, never raised."""
     stop = getattr(robot, "stop", None)
     if callable(stop):
         try:
