@@ -12,6 +12,7 @@ running this same command again, arguments included.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -33,6 +34,36 @@ class SaveRankWeights(L.Callback):
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         torch.save(pl_module.state_dict(), self.folder / f"rank{trainer.global_rank}.pt")
+
+
+class CompileCheck(L.Callback):
+    """With ``policy.compile=true``: compiles with the ``aot_eager`` backend (dynamo's graph capture, as inductor's,
+    without minutes of generated code on a CPU), and records, per rank, how many subgraphs each graph dynamo
+    compiled inside DDP's forward was split into by its ``DDPOptimizer`` (one per gradient bucket: each bucket's
+    all-reduce can start while the backward of the subgraphs before it still runs), in ``<folder>/rank<r>.json``."""
+
+    def __init__(self, folder: str):
+        self.folder = Path(folder)
+        self.splits: list[int] = []
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        from torch._dynamo.backends.distributed import DDPOptimizer
+
+        import act.training.module as module_file
+
+        module_file.compiled = lambda fn, device: torch.compile(fn, backend="aot_eager", dynamic=False)
+        split = DDPOptimizer.compile_fn
+
+        def counting(optimizer, gm, example_inputs, **configs):
+            compiled = split(optimizer, gm, example_inputs, **configs)
+            graph = getattr(compiled, "graph", None)  # one graph (unsplit) comes back compiled, without one
+            self.splits.append(sum(node.op == "call_module" for node in graph.nodes) if graph is not None else 1)
+            return compiled
+
+        DDPOptimizer.compile_fn = counting
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        (self.folder / f"rank{trainer.global_rank}.json").write_text(json.dumps({"ddp_optimizer_graphs": self.splits}))
 
 
 ACCELERATORS = ("cpu", "gpu")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -211,6 +212,29 @@ def test_ddp_two_cpu_processes_agree(demos, tmp_path):
     rank0 = torch.load(tmp_path / "rank0.pt")
     rank1 = torch.load(tmp_path / "rank1.pt")
     assert rank0.keys() == rank1.keys()
+    for key in rank0:
+        torch.testing.assert_close(rank0[key], rank1[key], msg=key)
+
+
+@pytest.mark.slow  # two processes compiling: about a minute more than the eager DDP test
+def test_under_ddp_the_compiled_step_is_split_at_ddps_gradient_buckets(demos, tmp_path):
+    """The compiled function runs inside DDP's forward (Lightning calls ``training_step`` through it), where dynamo
+    hands what it compiles to its DDPOptimizer: the graph is split at DDP's gradient buckets (the first 1 MB, then
+    25 MB), so each bucket's all-reduce overlaps the backward of the rest, and the ranks still agree."""
+    extra = ["policy.compile=true", "+callbacks.compile_check._target_=ddp_check.CompileCheck"]
+    extra.append(f"+callbacks.compile_check.folder={tmp_path}")
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "ddp_check.py"), str(demos), str(tmp_path), "cpu", *extra],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for rank in (0, 1):
+        graphs = json.loads((tmp_path / f"rank{rank}.json").read_text())["ddp_optimizer_graphs"]
+        assert graphs and all(pieces >= 2 for pieces in graphs), graphs  # split, not one graph for all
+    rank0, rank1 = (torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1))
     for key in rank0:
         torch.testing.assert_close(rank0[key], rank1[key], msg=key)
 
