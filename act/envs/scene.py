@@ -90,7 +90,7 @@ def load_physics(
         task: 'transfer_cube', 'insertion' or 'transfer_cube_divider' (transfer cube's scene with ``DIVIDER``).
         mode: 'joint' or 'ee'.
         render_quality: 'paper' keeps the shipped shadows and 4x multisampling; 'fast' turns
-            both off (about 7x cheaper per frame on a software renderer; docs/results.md, Simulation).
+            both off (about 7x cheaper per frame on a software renderer; docs/results/platform.md, "Simulation").
         max_image_size: largest (H, W) that will be rendered; sizes the offscreen buffer.
     """
     check_choice("render_quality", render_quality, RENDER_QUALITIES)

@@ -2,7 +2,7 @@
 
 bf16 autocast halves the cost of a step on devices that run bf16 natively (CUDA GPUs of compute
 capability 8.0 and up, CPUs with AVX512-BF16, AMX or ARM's bf16 extension). Elsewhere torch emulates
-bf16: on an AVX2-only CPU a bf16 matmul runs about 300x slower than fp32, so a recipe that hard-codes
+bf16: on an AVX2-only CPU a bf16 matmul runs 100-150x slower than fp32, so a recipe that hard-codes
 bf16 turns 40 minutes into days. On the CPU ``resolve_precision("auto")`` decides with a capability
 check backed by a timed matmul probe (well under a second), so that ``ATEN_CPU_CAPABILITY`` and
 ``ONEDNN_MAX_CPU_ISA`` limits, which the flags alone may not show, are honoured.
@@ -43,7 +43,7 @@ FP16_TENSOR_CORES = (7, 0)  # Volta and later: fp16 tensor cores
 PROBE_SIZE = 256  # a 256x256 matmul: 34 MFLOP, ~0.3 ms fp32, ~0.1 s when bf16 is emulated
 # fp32 and bf16 calls alternated this many times, the best of each kept: on a shared 2-core host one
 # call varies 0.2-4 ms, and a best of 3 once judged a Zen 4's native bf16 slower than fp32 (0.59 against
-# 0.32 ms; docs/results.md, "The quickstart step against its arithmetic floor").
+# 0.32 ms; docs/results/quickstart.md, "The quickstart step against its arithmetic floor").
 PROBE_ROUNDS = 15
 NATIVE_MAX_RATIO = 1.0  # bf16 counts as native when the probe runs at least as fast as fp32
 

@@ -1,11 +1,12 @@
 """Compiling the training step's network with ``torch.compile`` (``policy.compile``: auto, true or false).
 
 A GPU runs ACT's step faster than Python can launch its kernels: on one H200 the paper's step took 38 ms in fp32
-for 913 GFLOP, about 2% of the device (docs/results.md, "The GPU"). Compiled, the forward and backward become a
+for 913 GFLOP, about 2% of the device (docs/results.md, G1). Compiled, the forward and backward become a
 few fused kernels, and on CUDA they are replayed as CUDA graphs (``mode="reduce-overhead"``), so one launch
 replaces hundreds. LeRobot's open pull request #4607 measured 28-31.5 ms down to 13 ms a step on a B200 this way.
-On CPUs it does not pay: the quickstart's step compiled ran at 0.93x (bf16) and 0.97x (fp32) of eager on a
-2-core Xeon with AMX, after 121-174 s of compiling (issue 49), so ``auto`` compiles on CUDA only.
+On CPUs it does not pay: the quickstart's step compiled ran at 0.86x (bf16) and 0.96x (fp32) of eager on a
+2-core Zen 5 (docs/results.md, C1), 0.93x and 0.97x on a Xeon with AMX after 121-174 s of compiling (issue 49),
+so ``auto`` compiles on CUDA only.
 
 What is compiled is the network's training forward with its loss (``ACTLitModule.train_losses``), a function
 held beside the module, never a wrapped module: the state dict keeps its names (no ``_orig_mod.``), checkpoints

@@ -128,12 +128,14 @@ INIT_ONLY = ("backbone_weights",)  # used only to initialise a new network
 def check_backbone_init(model: dict) -> None:
     """Refuse a backbone that would train with no normalisation at all: random weights (``backbone_weights``
     null) under frozen BatchNorm, whose frozen statistics are then the identity. Measured on the quickstart's
-    recipe (docs/results.md, "Candidates", C1 against C3): 0.06 with it, 0.58 with GroupNorm in its place."""
+    recipe (docs/results/archive.md, "How the 3600-step recipe was chosen", rows A1 and A3): 0.06 with it, 0.58
+    with GroupNorm in its place."""
     if model.get("backbone_weights") is None and model.get("backbone_norm", "frozen_bn") == "frozen_bn":
         raise ConfigError(
             "policy.model.backbone_norm=frozen_bn with policy.model.backbone_weights=null trains a ResNet-18 "
             "with no normalisation at all (random weights, frozen identity statistics: 0.06 success where "
-            "GroupNorm reached 0.58, docs/results.md C1 vs C3); set policy.model.backbone_weights=imagenet "
+            "GroupNorm reached 0.58, docs/results/archive.md#how-the-3600-step-recipe-was-chosen); "
+            "set policy.model.backbone_weights=imagenet "
             "(pretrained, the paper's) or policy.model.backbone_norm=group_norm (trainable, from scratch)"
         )
 

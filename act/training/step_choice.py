@@ -3,7 +3,7 @@ the step is compiled (``policy.compile=auto``).
 
 The precision probe that serves CPUs (``act.runtime.precision``) reads the hardware: bf16 where it is native. On a
 GPU that is not enough. The eager step is bound by launching kernels from Python, and autocast adds cast kernels
-to launch: on one H200 bf16-mixed ran 15-20% slower than fp32 (docs/results.md, "The GPU"). Compiled, the casts
+to launch: on one H200 bf16-mixed ran 15-20% slower than fp32 (docs/results.md, G1). Compiled, the casts
 fuse into the kernels around them, and bf16's tensor cores can show. So on a single GPU both precisions are
 timed, eager and compiled, on a few real steps of the run's own network at its batch size, and the fastest wins.
 The timing costs the compiles (the run's own compile then finds inductor's cache warm); an explicit
