@@ -280,3 +280,17 @@ def test_the_figure_finder_skips_versions():
 @pytest.mark.parametrize("claim", ["Q1", "I10", "P8"])
 def test_the_claim_pattern_reads_an_id_in_prose(claim):
     assert CLAIM.findall(f"as measured ({claim}), ") == [(claim[0], claim[1:])]
+
+
+def test_the_config_group_table_names_every_option():
+    """docs/training.md's table of config groups lists every file of each group it has a row for: a new task or
+    experiment that no page names is one nobody finds."""
+    rows = re.findall(r"^\| `(\w+)/` \| (.*) \|$", (ROOT / "docs" / "training.md").read_text(), re.M)
+    assert len(rows) >= 8, "docs/training.md lost its table of config groups"
+    missing = [
+        f"{group}/{option.stem}"
+        for group, text in rows
+        for option in sorted((ROOT / "configs" / group).glob("*.yaml"))
+        if f"`{option.stem}`" not in text
+    ]
+    assert not missing, "config options docs/training.md's group table does not name:\n" + "\n".join(missing)
