@@ -6,11 +6,16 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 TASK ?= transfer_cube
 
-.PHONY: install test test-slow demo experts bench gpu-check gpu-check-paper clean
+.PHONY: prereqs install test test-slow demo experts bench gpu-check gpu-check-paper clean
 
-install: $(STAMP)
+# What the machine must provide (the Python version, its venv module, a headless GL library): one error: line
+# each, naming the package to install, before anything is installed. Standard library only, well under a second.
+prereqs:
+	@$(PYTHON) scripts/check_prereqs.py --venv $(VENV)
 
-$(STAMP): pyproject.toml
+install: prereqs $(STAMP)
+
+$(STAMP): pyproject.toml | prereqs
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[dev]"

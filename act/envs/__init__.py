@@ -2,11 +2,15 @@
 
 import importlib.util
 import os
+import sys
 
-# dm_control and mujoco pick their OpenGL backend when first imported: default to headless
-# EGL when there is no display, and keep whatever the user chose (osmesa, glfw) otherwise.
-if "MUJOCO_GL" not in os.environ and not os.environ.get("DISPLAY"):
-    os.environ["MUJOCO_GL"] = "egl"
+from act.common.gl import headless_backend
+
+# dm_control and mujoco pick their OpenGL backend when first imported: on Linux without a display, headless
+# EGL (OSMesa where only it is installed); the user's choice (osmesa, glfw) is kept, and macOS left to MuJoCo.
+_backend = headless_backend(sys.platform, os.environ)
+if _backend is not None:
+    os.environ["MUJOCO_GL"] = _backend
 if os.environ.get("MUJOCO_GL") in ("egl", "osmesa"):
     os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 
