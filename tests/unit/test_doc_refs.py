@@ -29,6 +29,7 @@ NOT_CLAIMS = {"T4"}
 ANCHOR_REF = re.compile(r"(?<![\w/])(?:docs/|\.\./)?(results(?:/\w+)?\.md)#([\w-]+)")
 SECTION_REF = re.compile(r"(?<![\w/])(?:docs/)?(results(?:/\w+)?\.md),? \"([^\"]+)\"")
 COMMAND = re.compile(r"python scripts/(\w+)\.py((?: [^`|\n]*)?)")
+MAKE_DEMO = re.compile(r'make demo(?: TASK=(\w+))? ARGS="([^"]*)"')  # scripts/demo.py under the Makefile's TASK
 FIGURE = re.compile(r"(?<![\w./])(\d+\.\d+)(?![\d.])")
 # Version numbers the README names (Python, MuJoCo, torch, a pin) are not figures.
 VERSION_BEFORE = re.compile(r"(?:python|mujoco|torch|arxiv:|==|>=)\s*\(?$", re.IGNORECASE)
@@ -187,6 +188,11 @@ def documented_commands() -> list[tuple[str, str, list[str]]]:
                 overrides = overrides_of(args)
                 if overrides is not None and (ROOT / "scripts" / f"{script}.py").exists():
                     commands.append((f"{page.relative_to(ROOT)}:{number}", script, overrides))
+            for task, args in MAKE_DEMO.findall(line):
+                overrides = overrides_of(" " + args)
+                if overrides is not None:
+                    task_args = [f"experiment=cpu_quickstart_{task}"] if task and task != "transfer_cube" else []
+                    commands.append((f"{page.relative_to(ROOT)}:{number}", "demo", task_args + overrides))
     return commands
 
 
