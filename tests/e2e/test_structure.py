@@ -108,7 +108,7 @@ def composition_error(config_name: str, *overrides: str) -> str | None:
             "run_realtime",
             ["task=insertion"],
             "task is not a setting of run_realtime; run_realtime has: aloha, ckpt_path, "
-            "device, episode_len, execution, num_episodes, out_dir, record_dir, render_quality, "
+            "device, episode_len, execution, faults, faults_after, num_episodes, out_dir, record_dir, render_quality, "
             "robot, safety, seed, threads",
         ),
         (
@@ -134,7 +134,8 @@ def test_override_mistakes_exit_2_with_one_line_and_hydra_full_error_keeps_the_t
     proc = run_script("run_realtime", "+task=insertion", "ckpt_path=none.onnx", check=False)
     assert proc.returncode == 2 and proc.stderr.splitlines()[-1] == (
         "error: +task=insertion adds task, which run_realtime does not read; its settings: aloha, ckpt_path, device, "
-        "episode_len, execution, num_episodes, out_dir, record_dir, render_quality, robot, safety, seed, threads"
+        "episode_len, execution, faults, faults_after, num_episodes, out_dir, record_dir, render_quality, robot, "
+        "safety, seed, threads"
     )
     # HYDRA_FULL_ERROR=1: Hydra's own report and the exit code of an uncaught exception, as a user gets them
     monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
