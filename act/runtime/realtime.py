@@ -296,7 +296,7 @@ class _RobotEpisode:
         tick, scheduler, observation = self.tick, self.scheduler, self.observation
         if self.future is not None and self.future.done():
             done, self.future = self.future, None
-            self._deliver(_inferred(done.result, tick), tick)
+            self._deliver_chunk(_inferred(done.result, tick), tick)
         elif self.future is not None and self.clock.now() - self.asked > self.timeout_s:
             raise SafetyStop(self._timed_out(tick))
         if not scheduler.wants_query():
@@ -307,12 +307,10 @@ class _RobotEpisode:
             self.future = _inferred(lambda: self.inference.start(observation), tick)
             return True
         try:
-            timed = self.inference.run(observation, self.timeout_s)
+            timed = _inferred(lambda: self.inference.run(observation, self.timeout_s), tick)
         except QueryTimeout:
             raise SafetyStop(self._timed_out(tick)) from None
-        except Exception as err:  # noqa: BLE001 - whatever the runtime raises, the arm must not see it
-            raise SafetyStop(f"inference failed at tick {tick}: {type(err).__name__}: {err}") from err
-        self._deliver(timed, tick)
+        self._deliver_chunk(timed, tick)
         return self._catch_up()
 
     def _timed_out(self, tick: int) -> str:
@@ -321,7 +319,7 @@ class _RobotEpisode:
             f"{1000 * self.timeout_s:.0f} ms (safety.query_timeout_ms) at tick {tick}; it was abandoned"
         )
 
-    def _deliver(self, timed, tick: int) -> None:
+    def _deliver_chunk(self, timed, tick: int) -> None:
         _deliver(self.scheduler, self.result, timed, tick, (self.policy.chunk_size, self.safety.dim))
 
     def command(self) -> None:
@@ -466,9 +464,12 @@ def _robot_call(call, what: str, tick: int):
 
 
 def _inferred(call, tick: int):
-    """``call()``, with any exception of the network turned into a stop."""
+    """``call()``, with any exception of the network turned into a stop (a ``QueryTimeout`` passes: the caller
+    names the bound)."""
     try:
         return call()
+    except QueryTimeout:
+        raise
     except Exception as err:  # noqa: BLE001 - whatever the runtime raises, the arm must not see it
         raise SafetyStop(f"inference failed at tick {tick}: {type(err).__name__}: {err}") from err
 
