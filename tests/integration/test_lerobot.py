@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import h5py
@@ -28,6 +29,7 @@ from act.data.convert import ConvertSettings, convert  # noqa: E402
 from act.data.datamodule import ACTDataModule  # noqa: E402
 from act.data.dataset import ChunkDataset  # noqa: E402
 from act.data.episodes import EpisodeIndex  # noqa: E402
+from act.common.errors import RunError  # noqa: E402
 from act.data.errors import DatasetError
 from act.data.inspect import summary, validate  # noqa: E402
 from act.data.lerobot import format as fmt  # noqa: E402
@@ -562,3 +564,62 @@ def test_lerobot_itself_reads_ours_and_we_train_on_its(tmp_path):
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
+def _real_muxer_refusal(folder):
+    """The error PyAV raises when an mp4 muxer is handed the same packet twice (FFmpeg's EINVAL)."""
+    import av
+    import av.logging
+
+    encoded = smooth_frames(2, seed=1)
+    with av.open(str(folder / "refused.mp4"), "w", format="mp4") as container:
+        stream = container.add_stream("libx264" if "libx264" in av.codecs_available else video.choose_encoder()[0], 50)
+        stream.pix_fmt, stream.height, stream.width = "yuv420p", *encoded[0].shape[:2]
+        packets = []
+        for i, array in enumerate(encoded):
+            frame = av.VideoFrame.from_ndarray(array, format="rgb24")
+            frame.pts, frame.time_base = i, Fraction(1, 50)
+            packets += stream.encode(frame)
+        packets += stream.encode()
+        av.logging.set_level(av.logging.ERROR)
+        try:
+            container.mux(packets)
+            container.mux(packets[-1])  # (a repeated dts 0 passes: FFmpeg checks from the second dts on)
+        except av.error.FFmpegError as err:
+            return err
+        finally:
+            av.logging.set_level(None)
+    raise AssertionError("the muxer took a repeated packet")
+
+
+def test_a_muxer_refusal_is_encoded_again_once_then_one_line_with_ffmpegs_reason(tmp_path, monkeypatch, caplog):
+    # CI once failed converting demos: "Invalid argument ... returned 22" from container.mux, not reproduced
+    # in 400 encodes of the same frames on other machines. Refused once: encoded again; twice: one line.
+    refusal = _real_muxer_refusal(tmp_path)
+    real, calls = video._encode_once, []
+
+    def refusing(times):
+        def encode(*args):
+            calls.append(args[0])
+            if len(calls) <= times:
+                raise refusal
+            return real(*args)
+
+        return encode
+
+    frames = np.stack(smooth_frames(6, seed=0))
+    monkeypatch.setattr(video, "_encode_once", refusing(1))
+    with caplog.at_level("WARNING"):
+        assert video.encode_frames(tmp_path / "ok.mp4", frames, 50, video.choose_encoder()) == 6
+    assert len(calls) == 2 and "non monotonically increasing dts" in caplog.text
+    assert video.check_video(tmp_path / "ok.mp4", 6 / 50, 50) == frames.shape[1:]
+
+    calls.clear()
+    monkeypatch.setattr(video, "_encode_once", refusing(2))
+    with pytest.raises(RunError, match=r"muxer refused .* non monotonically increasing dts.*convert again") as err:
+        video.encode_frames(tmp_path / "bad.mp4", frames, 50, video.choose_encoder())
+    assert "\n" not in str(err.value) and len(calls) == 2
+    calls.clear()
+    with pytest.raises(RunError):  # a generator cannot be read twice: no second try
+        video.encode_frames(tmp_path / "gen.mp4", iter(list(frames)), 50, video.choose_encoder())
+    assert len(calls) == 1 and not (tmp_path / "bad.mp4").exists() and not (tmp_path / "gen.mp4").exists()

@@ -25,6 +25,7 @@ from act.common.io import atomic_path
 os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints a banner per encoder otherwise: errors only
 
 import av  # noqa: E402 - after SVT_LOG, read when the first encoder starts
+import av.logging  # noqa: E402
 
 PIX_FMT = "yuv420p"
 GOP = 2  # a keyframe every 2 frames: any frame decodes after at most one other
@@ -84,7 +85,38 @@ def video_info(codec: str, height: int, width: int, fps: int) -> dict:
 
 def encode_frames(path: Path | str, frames: Iterable[np.ndarray], fps: int, encoder: tuple[str, dict]) -> int:
     """Encode (H, W, 3) uint8 RGB frames, frame ``i`` at time ``i / fps``, into ``path`` (atomically);
-    return the number of frames."""
+    return the number of frames.
+
+    A muxer refusing the encoder's packets (FFmpeg's EINVAL, e.g. "non monotonically increasing dts") is
+    retried once when ``frames`` can be read twice (an array or a sequence): it was seen once, under load,
+    on a CI machine and not reproduced in 400 encodes of the same frames elsewhere. A second refusal is a
+    one-line error with FFmpeg's own reason.
+    """
+    rereadable = isinstance(frames, (Sequence, np.ndarray))
+    level = av.logging.get_level()
+    av.logging.set_level(av.logging.ERROR)  # FFmpeg's reason then travels in the exception (err.log)
+    try:
+        if rereadable:
+            try:
+                return _encode_once(path, frames, fps, encoder)
+            except av.error.FFmpegError as err:
+                log.warning("%s; encoding again", _refusal(path, encoder, err))
+        try:
+            return _encode_once(path, frames, fps, encoder)
+        except av.error.FFmpegError as err:
+            raise RunError(
+                f"{_refusal(path, encoder, err)}; convert again (finished episodes are kept) or use images=image"
+            ) from err
+    finally:
+        av.logging.set_level(level)
+
+
+def _refusal(path: Path | str, encoder: tuple[str, dict], err: av.error.FFmpegError) -> str:
+    reason = (err.log[2] if err.log else err.strerror or str(err)).strip()
+    return f"{path}: the mp4 muxer refused the {encoder[0]} encoder's packets ({reason})"
+
+
+def _encode_once(path: Path | str, frames: Iterable[np.ndarray], fps: int, encoder: tuple[str, dict]) -> int:
     name, options = encoder
     count = 0
     with atomic_path(path) as tmp:
