@@ -24,12 +24,12 @@ pytest.importorskip("av", reason="the [lerobot] extra: pip install -e .[lerobot]
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
+from act.common.errors import RunError  # noqa: E402
 from act.data import convert as convert_module  # noqa: E402
 from act.data.convert import ConvertSettings, convert  # noqa: E402
 from act.data.datamodule import ACTDataModule  # noqa: E402
 from act.data.dataset import ChunkDataset  # noqa: E402
 from act.data.episodes import EpisodeIndex  # noqa: E402
-from act.common.errors import RunError  # noqa: E402
 from act.data.errors import DatasetError
 from act.data.inspect import summary, validate  # noqa: E402
 from act.data.lerobot import format as fmt  # noqa: E402
