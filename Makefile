@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 TASK ?= transfer_cube
 
-.PHONY: prereqs install test test-slow demo experts bench gpu-check gpu-check-paper clean
+.PHONY: prereqs install lock test test-slow demo experts bench gpu-check gpu-check-paper clean
 
 # What the machine must provide (the Python version, its venv module, a headless GL library): one error: line
 # each, naming the package to install, before anything is installed. Standard library only, well under a second.
@@ -15,11 +15,20 @@ prereqs:
 
 install: prereqs $(STAMP)
 
-$(STAMP): pyproject.toml | prereqs
+# requirements/lock.txt pins the whole tree (the dependencies, the dev extra, pip itself) with the hash of every file
+# PyPI has for each version: pip refuses any other file. --no-deps: the lock is complete as make lock resolved it, and
+# leaves labmaze out on Python 3.13 (requirements/overrides.txt). The project goes on top, built by the lock's
+# setuptools.
+$(STAMP): pyproject.toml requirements/lock.txt | prereqs
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet --require-hashes --no-deps -r requirements/lock.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# Refresh requirements/lock.txt (scripts/lock.sh, uv from PyPI in a throwaway venv, about 20 s): keeps every pin
+# pyproject.toml still allows; make lock ARGS=--upgrade takes the newest of everything.
+lock:
+	PYTHON=$(PYTHON) bash scripts/lock.sh $(ARGS)
 
 # One pytest worker per core (pytest-xdist), one thread each (tests/conftest.py); idle workers steal
 # queued tests, so the run does not end on one worker's backlog.
