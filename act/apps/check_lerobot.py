@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    check = _Checks()
+    check = Checks()
     src = _prepare_source(args, out)
     episodes = source_arrays(EpisodeIndex(src))
     for mode, backend in (("image", "pyav"), ("video", "pyav"), ("video", "torchcodec")):
@@ -79,7 +79,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-class _Checks:
+class Checks:
     """PASS/FAIL lines and their record."""
 
     def __init__(self):
@@ -114,7 +114,7 @@ def _prepare_source(args: argparse.Namespace, out: Path) -> Path:
     return src
 
 
-def _check_training(check: _Checks, folder: Path, out: Path, image_size: tuple[int, int], steps: int) -> None:
+def _check_training(check: Checks, folder: Path, out: Path, image_size: tuple[int, int], steps: int) -> None:
     """``scripts/train.py experiment=smoke`` trains ``steps`` steps on LeRobot's dataset in ``folder``."""
     height, width = image_size
     proc = subprocess.run(

@@ -1,0 +1,106 @@
+"""LeRobot's side of ``scripts/check_lerobot_policy.py``: runs under LeRobot's own Python, never ours, by path.
+
+    $LEROBOT_PYTHON act/model/lerobot_judge.py make <settings.json> <folder>   # a LeRobot ACT policy, saved
+    $LEROBOT_PYTHON act/model/lerobot_judge.py run <folder> <inputs.npz> <out.npz>  # LeRobot runs a policy folder
+
+``make`` builds ``ACTPolicy`` from the settings (features, sizes, execution, statistics), fills every weight and
+frozen-BatchNorm buffer with seeded noise (a fresh network has identity BatchNorm and zero biases, which would hide
+a mis-mapped statistic or bias), and saves it with its pre/post-processors as a LeRobot training run does.
+
+``run`` loads a folder as a LeRobot user would: ``ACTPolicy.from_pretrained(folder, strict=True)`` (a missing or
+unexpected weight is an error, not a warning) and ``make_pre_post_processors(config, pretrained_path=folder)``,
+then feeds the observations of ``inputs.npz`` (``qpos`` (T, D), ``images_<camera>`` (T, H, W, 3) uint8) one tick
+at a time as ``lerobot-eval`` does (images to [0, 1] CHW float, preprocessor, ``select_action``, postprocessor),
+and saves every action, the first tick's whole chunk, and any warning LeRobot logged. It imports nothing from
+aloha-act: lerobot 0.6.1 needs Python >= 3.12 and torch < 2.12, so it lives in a separate environment.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+import numpy as np
+
+
+class _Collect(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        self.lines.append(f"{record.name}: {record.getMessage()}")
+
+
+def make(settings_path: str, folder: str) -> None:
+    import torch
+    from lerobot.configs.types import FeatureType, PolicyFeature
+    from lerobot.policies.act.configuration_act import ACTConfig
+    from lerobot.policies.act.modeling_act import ACTPolicy
+    from lerobot.policies.factory import make_pre_post_processors
+
+    s = json.loads(open(settings_path).read())
+    h, w = s["image_size"]
+    inputs = {"observation.state": PolicyFeature(FeatureType.STATE, (s["state_dim"],))}
+    for cam in s["cameras"]:
+        inputs[f"observation.images.{cam}"] = PolicyFeature(FeatureType.VISUAL, (3, h, w))
+    config = ACTConfig(
+        input_features=inputs,
+        output_features={"action": PolicyFeature(FeatureType.ACTION, (s["action_dim"],))},
+        pretrained_backbone_weights=None,
+        device="cpu",
+        **s["config"],
+    )
+    torch.manual_seed(s["seed"])
+    policy = ACTPolicy(config)
+    with torch.no_grad():
+        for name, tensor in list(policy.named_parameters()) + list(policy.named_buffers()):
+            if "running_var" in name:
+                tensor.uniform_(0.5, 1.5)
+            elif name.endswith("vae_encoder_pos_enc"):
+                continue  # the fixed sinusoid
+            elif tensor.is_floating_point():
+                tensor.add_(torch.randn_like(tensor) * 0.05)
+    stats = {
+        key: {"mean": torch.tensor(v["mean"], dtype=torch.float32), "std": torch.tensor(v["std"], dtype=torch.float32)}
+        for key, v in s["stats"].items()
+    }
+    pre, post = make_pre_post_processors(config, dataset_stats=stats)
+    policy.save_pretrained(folder)
+    pre.save_pretrained(folder)
+    post.save_pretrained(folder)
+    print(f"lerobot wrote an ACT policy to {folder}: {sum(p.numel() for p in policy.parameters())} weights")
+
+
+def run(folder: str, inputs_path: str, out: str) -> None:
+    import torch
+    from lerobot.policies.act.modeling_act import ACTPolicy
+    from lerobot.policies.factory import make_pre_post_processors
+
+    collect = _Collect()
+    logging.getLogger().addHandler(collect)
+    policy = ACTPolicy.from_pretrained(folder, strict=True)
+    policy.eval()
+    pre, post = make_pre_post_processors(policy.config, pretrained_path=folder)
+    data = np.load(inputs_path)
+    cameras = [k[len("observation.images.") :] for k in policy.config.image_features]
+    actions, chunk = [], None
+    policy.reset()
+    with torch.no_grad():
+        for t in range(len(data["qpos"])):
+            batch = {"observation.state": torch.from_numpy(data["qpos"][t]).float()[None]}
+            for cam in cameras:
+                frame = torch.from_numpy(data[f"images_{cam}"][t]).permute(2, 0, 1).float() / 255.0
+                batch[f"observation.images.{cam}"] = frame[None]
+            batch = pre(batch)
+            if t == 0:
+                chunk = post(policy.predict_action_chunk(batch))[0].numpy()
+            actions.append(post(policy.select_action(batch))[0].numpy())
+    np.savez(out, actions=np.stack(actions), chunk=chunk, warnings=np.array(collect.lines, dtype=str))
+    print(f"lerobot ran {folder} over {len(actions)} ticks ({len(collect.lines)} warnings)")
+
+
+if __name__ == "__main__":
+    command, *args = sys.argv[1:]
+    {"make": make, "run": run}[command](*args)
