@@ -28,7 +28,7 @@ from pathlib import Path
 from act.common.errors import InputError
 from act.common.io import write_json
 from act.data.episodes import EpisodeIndex
-from act.data.lerobot.check import check_lerobot_in_ours, check_ours_in_lerobot, source_arrays
+from act.data.lerobot.check import Checks, check_lerobot_in_ours, check_ours_in_lerobot, source_arrays
 from act.data.record import RecordSettings, record
 from act.data.schema import list_episode_files
 
@@ -77,18 +77,6 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
             "with `pip install 'lerobot[dataset]==0.6.1'`"
         )
     return args
-
-
-class Checks:
-    """PASS/FAIL lines and their record."""
-
-    def __init__(self):
-        self.results: list[dict] = []
-
-    def __call__(self, name: str, ok: bool, detail: str = "") -> bool:
-        self.results.append({"check": name, "ok": bool(ok), "detail": detail})
-        print(f"{'PASS' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}", flush=True)
-        return bool(ok)
 
 
 def _prepare_source(args: argparse.Namespace, out: Path) -> Path:

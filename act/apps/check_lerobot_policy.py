@@ -4,7 +4,7 @@
         --out outputs/check_lerobot_policy
 
 On ``--ticks`` ticks of a freshly recorded transfer-cube demo (two cameras), for each variant of
-``act.model.lerobot_check.VARIANTS`` (1 and 2 cameras, with and without the CVAE, whole chunks and temporal
+``act.runtime.lerobot_check.VARIANTS`` (1 and 2 cameras, with and without the CVAE, whole chunks and temporal
 ensembling): a policy LeRobot wrote, run by our ``ACTPolicy``, and ours written with ``export.py format=lerobot``'s
 writer, run by LeRobot's ``select_action`` after a strict load, each against the other's actions to 1e-4.
 Prints one PASS/FAIL line per check, writes ``<out>/check_lerobot_policy.json``; exit 1 if any check fails.
@@ -19,13 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-from act.apps.check_lerobot import Checks
 from act.common.errors import InputError
 from act.common.io import write_json
 from act.data.episodes import EpisodeIndex
-from act.data.lerobot.check import source_arrays
+from act.data.lerobot.check import Checks, source_arrays
 from act.data.record import RecordSettings, record
-from act.model.lerobot_check import VARIANTS, check_ours_in_theirs, check_theirs_in_ours
+from act.runtime.lerobot_check import VARIANTS, check_ours_in_theirs, check_theirs_in_ours
 
 
 def main(argv: list[str] | None = None) -> int:

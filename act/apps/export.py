@@ -2,6 +2,7 @@
 
     python scripts/export.py ckpt_path=outputs/demo/train/checkpoints/last.ckpt format=onnx
     python scripts/export.py ckpt_path=... format=torchscript out=policy.pt
+    python scripts/export.py ckpt_path=... format=lerobot out=pretrained_model   # a LeRobot ACT policy folder
 
 The settings are checked before anything is loaded; the file is written atomically, with the execution the
 policy was trained to run with (run_realtime.py and eval.py use it), then described and, with ``verify``, compared
@@ -30,8 +31,9 @@ def main(cfg: DictConfig) -> Path:
     net = load_network(ckpt)  # "<path> is not a readable checkpoint" otherwise
     execution = recorded_execution(ckpt)
     export(net, out, cfg.format, execution)
+    size = sum(f.stat().st_size for f in out.iterdir()) if out.is_dir() else out.stat().st_size
     print(
-        f"exported {ckpt} -> {out} ({cfg.format}, {out.stat().st_size / 2**20:.1f} MiB): cameras "
+        f"exported {ckpt} -> {out} ({cfg.format}, {size / 2**20:.1f} MiB): cameras "
         f"{net.camera_names}, image {net.image_size[0]}x{net.image_size[1]}, chunk {net.chunk_size}, task {net.task}"
     )
     if execution:
@@ -52,10 +54,17 @@ def check_export(cfg: DictConfig) -> tuple[Path, Path]:
     ckpt = Path(cfg.ckpt_path)
     if not ckpt.is_file():
         raise MissingFileError(f"checkpoint {ckpt} does not exist")
-    out = Path(cfg.out) if cfg.out else ckpt.with_suffix(SUFFIXES[cfg.format])
-    if out.suffix != SUFFIXES[cfg.format]:
-        raise InputError(f"out={out} must end in {SUFFIXES[cfg.format]} for format={cfg.format}")
-    why = unwritable_reason(out.parent)
+    if cfg.format == "lerobot":
+        out = Path(cfg.out) if cfg.out else ckpt.parent / f"{ckpt.stem}_lerobot"
+        if out.is_file() or (out.is_dir() and any(out.iterdir()) and not (out / "config.json").is_file()):
+            raise InputError(
+                f"out={out} exists and is no LeRobot policy folder; choose a new folder for format=lerobot"
+            )
+    else:
+        out = Path(cfg.out) if cfg.out else ckpt.with_suffix(SUFFIXES[cfg.format])
+        if out.suffix != SUFFIXES[cfg.format]:
+            raise InputError(f"out={out} must end in {SUFFIXES[cfg.format]} for format={cfg.format}")
+    why = unwritable_reason(out if cfg.format == "lerobot" else out.parent)
     if why:
         raise InputError(f"out={out}: its folder is not writable ({why}); choose another out=<file>")
     if cfg.format == "onnx":

@@ -23,14 +23,14 @@ from tqdm import tqdm
 from act.apps.adapters.overrides import explicit_overrides, override_key
 from act.common.aloha import FPS, default_camera_map
 from act.common.checks import check_setting
-from act.common.errors import InputError, MissingFileError, RunStopped
+from act.common.errors import InputError, RunStopped
 from act.common.io import write_json
 from act.data.schema import episode_path
 from act.runtime.deployment import ROBOTS, check_record_dir, load_driver
 from act.runtime.execution import ExecutionConfig, as_trained
 from act.runtime.faults import FaultyNetwork, FaultyRobot, parse_faults
 from act.runtime.policy import ACTPolicy
-from act.runtime.predictors import artifact_format, load_predictor, policy_device, recorded_execution
+from act.runtime.predictors import load_predictor, policy_device, policy_path, recorded_execution
 from act.runtime.realtime import Inference, RealtimeResult, run_robot_episode, summarize_realtime
 from act.runtime.recording import EpisodeRecording
 from act.runtime.robot import AlohaRobot, SimRobot
@@ -71,10 +71,8 @@ def check_run_settings(cfg: DictConfig) -> None:
     """The robot, the policy file, the episodes and threads, before anything is loaded; sets the threads."""
     check_setting("robot", cfg.robot, ROBOTS)
     if cfg.ckpt_path is None:
-        raise InputError("give ckpt_path=<checkpoint (.ckpt) or exported policy (.pt, .onnx)>")
-    artifact_format(cfg.ckpt_path)
-    if not Path(cfg.ckpt_path).is_file():
-        raise MissingFileError(f"policy file {cfg.ckpt_path} does not exist")
+        raise InputError("give ckpt_path=<checkpoint (.ckpt), exported policy (.pt, .onnx) or LeRobot policy folder>")
+    policy_path(cfg.ckpt_path)  # an unknown kind or a missing file is refused before anything is read
     if int(cfg.num_episodes) < 1:
         raise InputError(f"num_episodes must be positive, got {cfg.num_episodes}")
     if cfg.episode_len is not None and int(cfg.episode_len) < 1:

@@ -42,7 +42,8 @@ class ACTConfig:
         use_vae: train with the CVAE encoder; if False z is always 0.
         num_cameras: cameras per sample, all through one shared backbone.
         backbone_weights: None (random), "imagenet", or the path of a ResNet-18 state dict.
-        backbone_norm: "frozen_bn" (the paper) or "group_norm" (trainable; random init only).
+        backbone_norm: "frozen_bn" (the paper), "group_norm" (trainable; random init only) or "batch_norm"
+            (trainable BatchNorm, frozen at inference: exportable to LeRobot).
         backbone_layer: the last ResNet stage: 4 (the paper: stride 32) or 3 (stride 16, finer tokens).
     """
 

@@ -6,6 +6,9 @@ The convolution weights still train. From random initialisation the frozen stati
 identity, so the network trains with no normalisation at all; ``norm="group_norm"`` puts a
 trainable GroupNorm (16 channels a group) in every BatchNorm's place instead, the usual choice
 for visuomotor policies trained from scratch (Diffusion Policy, Chi et al. 2023, its visual encoder).
+``norm="batch_norm"`` trains ordinary BatchNorm (batch statistics, running averages kept): in eval mode it
+is exactly a frozen BatchNorm holding those averages, so such a network is LeRobot's ACT, whose ResNet has
+FrozenBatchNorm only (``act.model.lerobot_policy``), where a GroupNorm one has no counterpart.
 
 ``last_layer=3`` stops after layer3: a feature map at stride 16 with 256 channels instead of stride
 32 with 512 (a 72x112 image gives 5x7 tokens instead of 3x4), and 8.4M fewer parameters. For small
@@ -32,7 +35,7 @@ log = logging.getLogger(__name__)
 RESNET18_URL = "https://download.pytorch.org/models/resnet18-f37072fd.pth"
 RESNET18_FILE = "resnet18-f37072fd.pth"
 LAYER_CHANNELS = {3: 256, 4: 512}  # ResNet-18's output channels of layer3 and layer4
-NORMS = ("frozen_bn", "group_norm")
+NORMS = ("frozen_bn", "group_norm", "batch_norm")
 GROUP_CHANNELS = 16  # GroupNorm: channels per group
 
 
@@ -97,7 +100,8 @@ class ResNetBackbone(nn.Module):
         weights: ``None`` for random initialisation, ``"imagenet"`` for torchvision's
             ``ResNet18_Weights.IMAGENET1K_V1`` (downloaded once into the torch hub cache), or the
             path of a local ResNet-18 state dict file. See ``load_backbone_weights``.
-        norm: ``frozen_bn`` (the paper) or ``group_norm`` (trainable, random initialisation only).
+        norm: ``frozen_bn`` (the paper), ``group_norm`` (trainable, random initialisation only) or
+            ``batch_norm`` (trainable BatchNorm: a frozen one at inference).
         last_layer: 4 (the paper: stride 32, 512 channels) or 3 (stride 16, 256 channels; layer4
             is not built, and its pretrained weights are not loaded).
     """
@@ -115,11 +119,11 @@ class ResNetBackbone(nn.Module):
         self.last_layer = last_layer
         self.out_channels = LAYER_CHANNELS[last_layer]
         self.stride = 2 ** (last_layer + 1)
-        norm_layer = (
-            FrozenBatchNorm2d
-            if norm == "frozen_bn"
-            else (lambda channels: nn.GroupNorm(channels // GROUP_CHANNELS, channels))
-        )
+        norm_layer = {
+            "frozen_bn": FrozenBatchNorm2d,
+            "group_norm": lambda channels: nn.GroupNorm(channels // GROUP_CHANNELS, channels),
+            "batch_norm": nn.BatchNorm2d,
+        }[norm]
         net = torchvision.models.resnet18(weights=None, norm_layer=norm_layer)
         self.conv1, self.bn1, self.relu, self.maxpool = net.conv1, net.bn1, net.relu, net.maxpool
         self.layer1, self.layer2, self.layer3 = net.layer1, net.layer2, net.layer3
@@ -139,9 +143,10 @@ class ResNetBackbone(nn.Module):
         Each frozen BatchNorm is folded into the convolution before it (weight x scale, shift as
         bias): the same function as conv then BatchNorm, without two passes over every
         activation map forward and backward (about 0.4 s of a 480x640 batch-8 step on 2 cores).
-        GroupNorm depends on the batch's values and cannot be folded: torchvision's blocks run as is.
+        GroupNorm and a training BatchNorm depend on the batch's values and cannot be folded: torchvision's
+        blocks run as is.
         """
-        if self.norm == "group_norm":
+        if self.norm != "frozen_bn":
             x = self.maxpool(self.relu(self.bn1(self.conv1(images))))
             for layer in self.layers():
                 x = layer(x)

@@ -18,8 +18,9 @@ the paper's ACT, and they agree layer for layer (LeRobot's ``modeling_act.py`` r
 
 What has no counterpart is refused with one line naming the field: ``pre_norm``, a dilated last stage,
 GELU/GLU feed-forward, another ResNet, several observation steps, an environment-state input, min-max or
-quantile normalisation, missing statistics (never silently identity). Ours: a GroupNorm backbone, a layer3
-backbone, an image crop, and execution modes LeRobot lacks (crossfade; ensembling with a query every n > 1 ticks).
+quantile normalisation, missing statistics (never silently identity). Ours: a GroupNorm backbone (a trained
+BatchNorm one maps: in eval mode it is FrozenBatchNorm with its running averages), a layer3 backbone, an image
+crop, and execution modes LeRobot lacks (crossfade; ensembling with a query every n > 1 ticks).
 """
 
 from __future__ import annotations
@@ -56,8 +57,34 @@ REQUIRED = (
 )
 
 
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")  # owner/name
+HUB_FILES = ["config.json", "train_config.json", "*.safetensors", "policy_*processor.json"]
+
+
 class LeRobotPolicyError(InputError):
     """A LeRobot policy folder that cannot become our network (or ours that cannot become theirs)."""
+
+
+def hub_folder(name: str | Path) -> Path | None:
+    """The downloaded folder of the Hugging Face Hub policy ``name`` (``owner/name``) where nothing of that name
+    exists here and it has no file suffix; None otherwise. Needs ``huggingface_hub`` and the Hub (or its cache)."""
+    text = str(name)
+    if Path(text).exists() or not HUB_ID.match(text) or Path(text).suffix in (".ckpt", ".pt", ".onnx"):
+        return None
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        raise LeRobotPolicyError(
+            f"{text} is no file or folder here; as a Hugging Face Hub id it needs `pip install huggingface_hub` "
+            "and the Hub (or download its pretrained_model folder and give the folder's path)"
+        ) from None
+    try:
+        return Path(snapshot_download(text, allow_patterns=HUB_FILES))
+    except Exception as err:  # noqa: BLE001 - network, authentication and not-found errors of many types
+        raise LeRobotPolicyError(
+            f"{text} is no file or folder here, and the Hugging Face Hub did not give it ({type(err).__name__}); "
+            "download its pretrained_model folder and give the folder's path"
+        ) from None
 
 
 def is_lerobot_policy(path: str | Path) -> bool:
@@ -341,14 +368,13 @@ def lerobot_execution(config: Mapping) -> dict:
 
 
 # -- ours -> theirs ----------------------------------------------------------------------------------------
-def check_exportable(net: NormalizedACT, execution: Mapping | None) -> tuple[float | None, int]:
-    """LeRobot's ``(temporal_ensemble_coeff, n_action_steps)`` for ``net`` run with ``execution``; refuses by
-    name what LeRobot's ACT cannot hold."""
+def check_exportable(net: NormalizedACT) -> None:
+    """Refuse by name what LeRobot's ACT network cannot hold (its execution: ``act.runtime.export``)."""
     c = net.config
-    if c.backbone_norm != "frozen_bn":
+    if c.backbone_norm == "group_norm":
         raise LeRobotPolicyError(
-            f"backbone_norm={c.backbone_norm} has no counterpart in LeRobot's ACT (FrozenBatchNorm only): "
-            "train with policy.backbone_norm=frozen_bn to export to LeRobot"
+            "backbone_norm=group_norm has no counterpart in LeRobot's ACT (FrozenBatchNorm only): train with "
+            "policy.model.backbone_norm=batch_norm (from scratch) or frozen_bn (pretrained) to export to LeRobot"
         )
     if c.backbone_layer != 4:
         raise LeRobotPolicyError(
@@ -357,22 +383,8 @@ def check_exportable(net: NormalizedACT, execution: Mapping | None) -> tuple[flo
     if net.image_crop is not None:
         raise LeRobotPolicyError(
             f"image_crop={list(net.image_crop)} has no counterpart in LeRobot's ACT (it sees whole frames): "
-            "train without a crop (data.image_crop=null) to export to LeRobot"
+            "train without a crop (policy.image_crop=null) to export to LeRobot"
         )
-    from act.runtime.execution import MODE_KEYS, ExecutionConfig
-
-    settings = ExecutionConfig.from_cfg({k: v for k, v in (execution or {}).items() if k in MODE_KEYS})
-    plan = settings.schedule(c.chunk_size)
-    if plan.blend == "crossfade":
-        raise LeRobotPolicyError("execution.blend=crossfade has no counterpart in LeRobot (whole chunks or ensembling)")
-    if plan.blend == "ensemble":
-        if plan.n_action_steps != 1:
-            raise LeRobotPolicyError(
-                f"execution.n_action_steps={plan.n_action_steps} with temporal ensembling has no counterpart in "
-                "LeRobot (it ensembles with a query every tick): export with execution.n_action_steps=1"
-            )
-        return settings.temporal_ensemble_coeff, 1
-    return None, plan.n_action_steps
 
 
 def sinusoid_positions(n: int, dim: int) -> torch.Tensor:
@@ -385,7 +397,8 @@ def sinusoid_positions(n: int, dim: int) -> torch.Tensor:
 def lerobot_state_dict(net: NormalizedACT) -> dict[str, torch.Tensor]:
     """``net``'s weights under LeRobot ``ACTPolicy``'s names (what its ``model.safetensors`` holds)."""
     config, ours = net.config, {k: v.detach().float().cpu() for k, v in net.state_dict().items()}
-    out = {k: v for k, v in ours.items() if k.startswith("model.backbone.")}
+    # a trained BatchNorm's running averages are its frozen statistics; LeRobot keeps no update count
+    out = {k: v for k, v in ours.items() if k.startswith("model.backbone.") and not k.endswith("num_batches_tracked")}
     out.update({their: ours[name] for name, their in weight_names(config).items()})
     for name, their in attention_names(config).items():
         out[f"{their}.in_proj_weight"] = torch.cat([ours[f"{name}.{p}_proj.weight"] for p in "qkv"])
@@ -430,11 +443,20 @@ def lerobot_config(net: NormalizedACT, coeff: float | None, n_action_steps: int)
     }
 
 
-def write_lerobot_policy(net: NormalizedACT, folder: str | Path, execution: Mapping | None = None) -> Path:
+def write_lerobot_policy(
+    net: NormalizedACT,
+    folder: str | Path,
+    temporal_ensemble_coeff: float | None = None,
+    n_action_steps: int | None = None,
+) -> Path:
     """Write ``net`` as a LeRobot 0.6 ``pretrained_model/`` folder: ``config.json``, ``model.safetensors`` and
     the pre/post-processors with its statistics, which ``ACTPolicy.from_pretrained`` and
-    ``make_pre_post_processors(pretrained_path=...)`` load. ``execution``: how it was trained to run."""
-    coeff, n_action_steps = check_exportable(net, execution)
+    ``make_pre_post_processors(pretrained_path=...)`` load. LeRobot runs it with temporal ensembling at
+    ``temporal_ensemble_coeff`` (a query every tick), or else the first ``n_action_steps`` (default: all) of
+    each chunk."""
+    check_exportable(net)
+    coeff = temporal_ensemble_coeff
+    n_action_steps = 1 if coeff is not None else int(n_action_steps or net.chunk_size)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     config = lerobot_config(net, coeff, n_action_steps)

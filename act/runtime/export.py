@@ -28,9 +28,10 @@ import torch
 from act.common.checks import check_choice
 from act.common.io import atomic_path
 from act.model.checkpoint import load_network
+from act.runtime.execution import MODE_KEYS, ExecutionConfig
 from act.runtime.predictors import META_FILE, EagerPredictor, load_predictor
 
-EXPORT_FORMATS = ("onnx", "torchscript")
+EXPORT_FORMATS = ("onnx", "torchscript", "lerobot")  # lerobot: a pretrained_model folder (act.model.lerobot_policy)
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".pt"}
 ONNX_OPSET = 17
 
@@ -41,6 +42,23 @@ def example_inputs(net, batch: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
     qpos = torch.zeros(batch, net.config.state_dim)
     images = torch.full((batch, len(net.camera_names), 3, h, w), 128, dtype=torch.uint8)
     return qpos, images
+
+
+def to_lerobot_execution(execution: Mapping | None, chunk_size: int) -> tuple[float | None, int]:
+    """LeRobot's ``(temporal_ensemble_coeff, n_action_steps)`` for our execution settings; what LeRobot cannot run
+    (a crossfade; ensembling with a query every n > 1 ticks) is refused by name."""
+    from act.model.lerobot_policy import LeRobotPolicyError
+
+    settings = ExecutionConfig.from_cfg({k: v for k, v in (execution or {}).items() if k in MODE_KEYS})
+    plan = settings.schedule(chunk_size)
+    if plan.blend == "crossfade":
+        raise LeRobotPolicyError("execution.blend=crossfade has no counterpart in LeRobot (whole chunks or ensembling)")
+    if plan.blend == "ensemble" and plan.n_action_steps != 1:
+        raise LeRobotPolicyError(
+            f"execution.n_action_steps={plan.n_action_steps} with temporal ensembling has no counterpart in LeRobot "
+            "(it ensembles with a query every tick): export with execution.n_action_steps=1"
+        )
+    return (settings.temporal_ensemble_coeff, 1) if plan.blend == "ensemble" else (None, plan.n_action_steps)
 
 
 def export_metadata(net, fmt: str, execution: Mapping | None = None) -> str:
@@ -62,6 +80,10 @@ def export(net, path: str | Path, fmt: str, execution: Mapping | None = None) ->
     ``execution`` settings it was trained to run with (``recorded_execution`` of its checkpoint) in its metadata."""
     check_choice("export format", fmt, EXPORT_FORMATS)
     net = net.to("cpu").float().eval()
+    if fmt == "lerobot":
+        from act.model.lerobot_policy import write_lerobot_policy
+
+        return write_lerobot_policy(net, path, *to_lerobot_execution(execution, net.chunk_size))
     inputs = example_inputs(net)  # batch 2: nothing in the graph may specialise on a batch of 1
     meta = export_metadata(net, fmt, execution)
     path = Path(path)
@@ -103,5 +125,5 @@ def action_difference(ckpt: str | Path, artifact: str | Path) -> float:
     images = rng.integers(0, 256, images.shape, dtype=np.uint8)
     qpos = rng.normal(size=qpos.shape).astype(np.float32)
     eager = EagerPredictor(net, precision="32-true")(qpos, images)
-    exported = load_predictor(artifact)(qpos, images)
+    exported = load_predictor(artifact, precision="32-true")(qpos, images)
     return float(np.abs(exported - eager).max())

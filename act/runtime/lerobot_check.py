@@ -16,8 +16,6 @@ reported to ``check(name, ok, detail)``.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -25,18 +23,19 @@ from typing import Callable
 import numpy as np
 import torch
 
+from act.data.lerobot.check import run_judge
 from act.model.act import ACTConfig
 from act.model.lerobot_policy import read_lerobot_policy, write_lerobot_policy
 from act.model.normalized import NormalizedACT
 from act.model.spec import PolicySpec
 
-JUDGE = Path(__file__).with_name("lerobot_judge.py")  # run by LeRobot's own Python
+JUDGE = Path(__file__).with_name("lerobot_judge.py")  # run by LeRobot's own Python (``run_judge``)
 Check = Callable[..., bool]
 TOLERANCE = 1e-4  # fp32, both sides on the CPU
 
 
 @dataclass(frozen=True)
-class Variant:
+class PolicyVariant:
     """One network and execution to compare."""
 
     name: str
@@ -47,20 +46,13 @@ class Variant:
 
 
 VARIANTS = (
-    Variant("1 camera, CVAE, chunks of 5", ("top",), True, None, 5),
-    Variant("1 camera, no CVAE, ensembling m=0.01", ("top",), False, 0.01, 1),
-    Variant("2 cameras, CVAE, ensembling m=0.01", ("top", "angle"), True, 0.01, 1),
-    Variant("2 cameras, no CVAE, chunks of 10", ("top", "angle"), False, None, 10),
+    PolicyVariant("1 camera, CVAE, chunks of 5", ("top",), True, None, 5),
+    PolicyVariant("1 camera, no CVAE, ensembling m=0.01", ("top",), False, 0.01, 1),
+    PolicyVariant("2 cameras, CVAE, ensembling m=0.01", ("top", "angle"), True, 0.01, 1),
+    PolicyVariant("2 cameras, no CVAE, chunks of 10", ("top", "angle"), False, None, 10),
 )
 SIZES = {"chunk_size": 10, "dim_model": 64, "n_heads": 4, "dim_feedforward": 96, "n_encoder_layers": 2,
          "n_decoder_layers": 2, "n_vae_encoder_layers": 2, "latent_dim": 8}  # fmt: skip
-
-
-def run_judge(python: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    """LeRobot's side in its own environment, offline, with its caches inside ``cwd``."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env.update(HF_HUB_OFFLINE="1", HF_HOME=str(cwd / "hf_home"))
-    return subprocess.run([python, str(JUDGE), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
 
 
 def statistics(cameras, state_dim: int, action_dim: int, seed: int) -> dict:
@@ -90,7 +82,7 @@ def our_actions(net: NormalizedACT, execution: dict, inputs: dict, cameras) -> t
     return np.stack(actions), np.asarray(chunk)
 
 
-def noisy_network(variant: Variant, image_size, state_dim: int, action_dim: int, seed: int) -> NormalizedACT:
+def noisy_network(variant: PolicyVariant, image_size, state_dim: int, action_dim: int, seed: int) -> NormalizedACT:
     """Our network for ``variant``, every weight and BatchNorm buffer moved by seeded noise, with statistics."""
     config = ACTConfig(
         state_dim=state_dim,
@@ -125,6 +117,13 @@ def noisy_network(variant: Variant, image_size, state_dim: int, action_dim: int,
     return net.eval()
 
 
+def _lerobot_runs(python: str, out: Path, folder: Path):
+    """LeRobot loads the policy in ``folder`` and runs it over ``out/inputs.npz`` into ``folder/lerobot.npz``."""
+    return run_judge(
+        python, "run", str(folder), str(out / "inputs.npz"), str(folder / "lerobot.npz"), cwd=out, judge=JUDGE
+    )
+
+
 def _compare(ours: tuple[np.ndarray, np.ndarray], theirs, ticks: int) -> tuple[bool, str]:
     actions, chunk = ours
     diff = max(float(np.abs(actions - theirs["actions"]).max()), float(np.abs(chunk - theirs["chunk"]).max()))
@@ -134,7 +133,7 @@ def _compare(ours: tuple[np.ndarray, np.ndarray], theirs, ticks: int) -> tuple[b
     return ok, detail + (f"; LeRobot warned: {warnings[0]}" if warnings else "")
 
 
-def check_theirs_in_ours(check: Check, python: str, out: Path, variant: Variant, inputs: dict, seed: int) -> None:
+def check_theirs_in_ours(check: Check, python: str, out: Path, variant: PolicyVariant, inputs: dict, seed: int) -> None:
     """LeRobot writes ``variant``; ours loads it and must act as LeRobot's ``select_action`` does."""
     state_dim, action_dim = inputs["qpos"].shape[1], inputs["action_dim"]
     folder, name = out / f"theirs_{seed}", f"LeRobot's policy in ours: {variant.name}"
@@ -153,12 +152,10 @@ def check_theirs_in_ours(check: Check, python: str, out: Path, variant: Variant,
         },
     }
     (out / f"settings_{seed}.json").write_text(json.dumps(settings))
-    made = run_judge(python, "make", str(out / f"settings_{seed}.json"), str(folder), cwd=out)
-    ran = made.returncode == 0 and run_judge(
-        python, "run", str(folder), str(out / "inputs.npz"), str(folder / "lerobot.npz"), cwd=out
-    )
-    if made.returncode != 0 or ran.returncode != 0:
-        check(name, False, (made if made.returncode else ran).stderr.strip()[-1500:])
+    made = run_judge(python, "make", str(out / f"settings_{seed}.json"), str(folder), cwd=out, judge=JUDGE)
+    ran = _lerobot_runs(python, out, folder) if made.returncode == 0 else made
+    if ran.returncode != 0:
+        check(name, False, ran.stderr.strip()[-1500:])
         return
     net, execution = read_lerobot_policy(folder)
     ok, detail = _compare(
@@ -167,14 +164,14 @@ def check_theirs_in_ours(check: Check, python: str, out: Path, variant: Variant,
     check(name, ok, detail)
 
 
-def check_ours_in_theirs(check: Check, python: str, out: Path, variant: Variant, inputs: dict, seed: int) -> None:
+def check_ours_in_theirs(check: Check, python: str, out: Path, variant: PolicyVariant, inputs: dict, seed: int) -> None:
     """Ours is written as a LeRobot folder; LeRobot loads it strictly and must act as our ``ACTPolicy`` does."""
     folder, name = out / f"ours_{seed}", f"our policy in LeRobot: {variant.name}"
     image_size = inputs[f"images_{variant.cameras[0]}"].shape[1:3]
     net = noisy_network(variant, image_size, inputs["qpos"].shape[1], inputs["action_dim"], seed)
     execution = {"temporal_ensemble_coeff": variant.temporal_ensemble_coeff, "n_action_steps": variant.n_action_steps}
-    write_lerobot_policy(net, folder, execution)
-    ran = run_judge(python, "run", str(folder), str(out / "inputs.npz"), str(folder / "lerobot.npz"), cwd=out)
+    write_lerobot_policy(net, folder, variant.temporal_ensemble_coeff, variant.n_action_steps)
+    ran = _lerobot_runs(python, out, folder)
     if ran.returncode != 0:
         check(name, False, ran.stderr.strip()[-1500:])
         return

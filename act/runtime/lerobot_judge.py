@@ -1,7 +1,7 @@
 """LeRobot's side of ``scripts/check_lerobot_policy.py``: runs under LeRobot's own Python, never ours, by path.
 
-    $LEROBOT_PYTHON act/model/lerobot_judge.py make <settings.json> <folder>   # a LeRobot ACT policy, saved
-    $LEROBOT_PYTHON act/model/lerobot_judge.py run <folder> <inputs.npz> <out.npz>  # LeRobot runs a policy folder
+    $LEROBOT_PYTHON act/runtime/lerobot_judge.py make <settings.json> <folder>   # a LeRobot ACT policy, saved
+    $LEROBOT_PYTHON act/runtime/lerobot_judge.py run <folder> <inputs.npz> <out.npz>  # LeRobot runs a policy folder
 
 ``make`` builds ``ACTPolicy`` from the settings (features, sizes, execution, statistics), fills every weight and
 frozen-BatchNorm buffer with seeded noise (a fresh network has identity BatchNorm and zero biases, which would hide

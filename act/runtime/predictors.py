@@ -4,9 +4,10 @@ A predictor maps raw qpos (N, D) float32 and camera images (N, C, 3, H, W) uint8
 (N, k, A) float32, and says in ``spec`` what it expects (``act.model.spec.PolicySpec``: cameras, image
 size, chunk size, task, ...), and in ``format`` what runs it. ``load_predictor(path)`` picks the
 runtime from the file: a training checkpoint (``.ckpt``, read without Lightning), a TorchScript
-artifact (``.pt``) or an ONNX model (``.onnx``), both written by ``scripts/export.py``. Nothing here
-imports Lightning or Hydra. A file whose weights hold NaN or inf (a run that diverged) is refused:
-"<path> has non-finite weights".
+artifact (``.pt``) or an ONNX model (``.onnx``), both written by ``scripts/export.py``, or a LeRobot ACT
+policy's ``pretrained_model/`` folder (``act.model.lerobot_policy``; a Hugging Face Hub id where the Hub is
+reachable). Nothing here imports Lightning or Hydra. A file whose weights hold NaN or inf (a run that
+diverged) is refused: "<path> has non-finite weights".
 
 Each runs on a device: ``cpu``, ``cuda[:i]`` or ``auto`` (CUDA where this machine has it; for an
 ONNX model, where onnxruntime also has its CUDA provider: ``policy_device``). TorchScript exports
@@ -30,6 +31,7 @@ from act.runtime.precision import autocast, resolve_precision
 
 META_FILE = "act_meta.json"  # the TorchScript extra file / ONNX metadata key holding the metadata
 FORMATS = {".ckpt": "checkpoint", ".pt": "torchscript", ".onnx": "onnx"}
+LEROBOT = "lerobot"  # a LeRobot ACT policy folder
 CUDA_PROVIDER = "CUDAExecutionProvider"
 
 
@@ -215,15 +217,42 @@ def spec_from_metadata(text: str | bytes, path: str | Path) -> PolicySpec:
         ) from None
 
 
+def local_path(path: str | Path) -> Path:
+    """``path``; for a Hugging Face Hub id of a LeRobot policy (``owner/name``, nothing of that name here), the
+    folder it downloads to (once: later calls find it in the Hub's cache)."""
+    from act.model.lerobot_policy import hub_folder
+
+    return hub_folder(path) or Path(path)
+
+
 def artifact_format(path: str | Path) -> str:
-    """``checkpoint``, ``torchscript`` or ``onnx``, from the file's suffix."""
-    suffix = Path(path).suffix
+    """``checkpoint``, ``torchscript`` or ``onnx``, from the file's suffix; ``lerobot`` for a LeRobot policy folder."""
+    path = local_path(path)
+    if path.is_dir():
+        from act.model.lerobot_policy import is_lerobot_policy
+
+        if is_lerobot_policy(path):
+            return LEROBOT
+        raise ArtifactError(
+            f"{path} is a folder but no LeRobot policy (config.json beside model.safetensors); give a LeRobot "
+            f"pretrained_model folder, a training checkpoint (.ckpt) or an export (.pt, .onnx)"
+        )
+    suffix = path.suffix
     if suffix not in FORMATS:
         raise ArtifactError(
             f"{path}: unknown policy file type {suffix!r}; give a training checkpoint (.ckpt), "
-            f"a TorchScript export (.pt) or an ONNX export (.onnx)"
+            f"a TorchScript export (.pt), an ONNX export (.onnx) or a LeRobot pretrained_model folder"
         )
     return FORMATS[suffix]
+
+
+def policy_path(path: str | Path) -> Path:
+    """``path`` (downloaded where it is a Hub id), of a known kind and present: refused before anything is read."""
+    kind = artifact_format(path)
+    path = local_path(path)
+    if kind != LEROBOT and not path.is_file():
+        raise MissingFileError(f"policy file {path} does not exist")
+    return path
 
 
 def policy_device(path: str | Path, device: str | torch.device | None = "auto") -> torch.device:
@@ -235,20 +264,22 @@ def policy_device(path: str | Path, device: str | torch.device | None = "auto") 
 
 
 def load_predictor(path: str | Path, device: str | torch.device = "cpu", precision: str = "auto"):
-    """The predictor for a checkpoint or an exported artifact (see the module docstring), on
-    ``device`` (``policy_device``).
+    """The predictor for a checkpoint, an exported artifact or a LeRobot policy folder (see the module docstring),
+    on ``device`` (``policy_device``). Checkpoints and LeRobot policies run eagerly, in ``precision``.
 
     Exported artifacts run in fp32: ``precision`` other than ``auto``/``32-true`` is refused for them.
     """
-    path = Path(path)
+    path = policy_path(path)
     kind = artifact_format(path)
-    if not path.is_file():
-        raise MissingFileError(f"policy file {path} does not exist")
     device = policy_device(path, device)
     if kind == "checkpoint":
         from act.model.checkpoint import load_network
 
         return EagerPredictor(load_network(path, map_location=device), device, precision)
+    if kind == LEROBOT:
+        from act.model.lerobot_policy import read_lerobot_policy
+
+        return EagerPredictor(read_lerobot_policy(path)[0], device, precision)
     if precision not in ("auto", "32-true"):
         raise ArtifactError(
             f"precision={precision} is for checkpoints; exported {kind} policies run in fp32 (precision=32-true)"
@@ -288,10 +319,14 @@ def export_metadata_text(path: str | Path) -> str:
 def recorded_execution(path: str | Path) -> dict | None:
     """The execution settings the policy in ``path`` was trained and evaluated with (``act.runtime.execution``'s
     keys): a checkpoint's training config (``train_config.execution``), an export's metadata (``execution``,
-    written by scripts/export.py); None where the file records none (exports from before it did, or a file that
-    cannot be read: loading it says why)."""
+    written by scripts/export.py), a LeRobot policy's config (its ensembling or ``n_action_steps``); None where the
+    file records none (exports from before it did, or a file that cannot be read: loading it says why)."""
     try:
         kind = artifact_format(path)
+        if kind == LEROBOT:
+            from act.model.lerobot_policy import lerobot_execution, read_config
+
+            return lerobot_execution(read_config(local_path(path)))
         if kind == "checkpoint":
             from act.model.checkpoint import read_checkpoint
 

@@ -136,7 +136,7 @@ def check_backbone_init(model: dict) -> None:
             "with no normalisation at all (random weights, frozen identity statistics: 0.06 success where "
             "GroupNorm reached 0.58, docs/results/archive.md#how-the-3600-step-recipe-was-chosen); "
             "set policy.model.backbone_weights=imagenet "
-            "(pretrained, the paper's) or policy.model.backbone_norm=group_norm (trainable, from scratch)"
+            "(pretrained, the paper's) or policy.model.backbone_norm=group_norm or batch_norm (trainable, from scratch)"
         )
 
 

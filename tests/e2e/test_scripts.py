@@ -8,7 +8,8 @@ Elsewhere, because they test something else in a subprocess: tests/integration/t
 (convert_dataset.py and inspect_dataset.py on an old LeRobot folder; check_lerobot.py, slow),
 test_seeds.py (seeds.py over two seeds, slow), test_lock.py (two writers), test_reliability.py (train.py
 and record_demos.py errors, a full disk), test_safety.py (run_realtime.py stops and records).
-lerobot_judge.py runs only under LeRobot's own Python, through check_lerobot.py (slow, LEROBOT_PYTHON).
+test_lerobot_policy.py (check_lerobot_policy.py, slow). judge.py and lerobot_judge.py run only under LeRobot's
+own Python, through check_lerobot.py and check_lerobot_policy.py (slow, LEROBOT_PYTHON).
 """
 
 from __future__ import annotations
@@ -148,11 +149,29 @@ def test_export_script_and_its_errors(run_script, tiny_checkpoint, tmp_path):
         (["format=tflite"], "format='tflite' is unknown"),
         (["ckpt_path=missing.ckpt"], "checkpoint missing.ckpt does not exist"),
         ([f"out={tmp_path / 'x.pt'}"], "must end in .onnx"),
+        (["format=lerobot"], "has no counterpart in LeRobot's ACT"),  # its layer3 GroupNorm backbone
     ]:
         args = [f"ckpt_path={tiny_checkpoint}", "format=onnx", *overrides]
         proc = run_script("export", *args, check=False)
         assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("error: ")
         assert message in proc.stderr
+
+
+def test_eval_scores_a_lerobot_policy_folder_with_its_own_execution(run_script, tmp_path):
+    # Issue 67: any ACT checkpoint in our harness, LeRobot's pretrained_model folders included.
+    from act.model.lerobot_policy import write_lerobot_policy
+    from act.runtime.lerobot_check import PolicyVariant, noisy_network
+
+    net = noisy_network(PolicyVariant("t", ("top",), True, None, 5), (48, 64), 14, 14, seed=0)
+    folder = write_lerobot_policy(net, tmp_path / "pretrained_model", n_action_steps=5)
+    out = tmp_path / "eval"
+    run_script(
+        "eval", f"ckpt_path={folder}", "task=transfer_cube", "num_episodes=1", "num_videos=0", "episode_len=20",
+        "logger.wandb=false", f"out_dir={out}",
+    )  # fmt: skip
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["num_episodes"] == 1 and "success_rate_ci95" in metrics
+    assert metrics["execution"] == "chunked, n_action_steps=5"  # LeRobot's n_action_steps: as LeRobot runs it
 
 
 def test_bench_export_times_every_runtime(run_script, tiny_checkpoint, tmp_path):

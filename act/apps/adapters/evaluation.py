@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from act.apps.adapters.experts import expert_from_cfg
 from act.apps.adapters.overrides import explicit_overrides, override_key
 from act.common.checks import check_setting
-from act.common.errors import InputError, MissingFileError
+from act.common.errors import InputError
 from act.common.io import write_json
 from act.envs.constants import CAMERA_NAMES, TASKS
 from act.envs.factory import validate_image_size
@@ -37,7 +37,7 @@ from act.eval.rollout import EvalSpec
 from act.runtime.execution import MODE_KEYS, RUN_KEYS, ExecutionConfig, as_trained
 from act.runtime.policy import ACTPolicy
 from act.runtime.precision import resolve_precision
-from act.runtime.predictors import artifact_format, policy_device, recorded_execution
+from act.runtime.predictors import artifact_format, policy_device, policy_path, recorded_execution
 
 
 @dataclass(frozen=True)
@@ -173,12 +173,11 @@ def learned_planted_choice(demonstrations: str | None, trained_on: str | None) -
 def checkpoint_path(ckpt_path) -> Path:
     """``ckpt_path``, given, of a known kind (refused before anything is read) and present."""
     if ckpt_path is None:
-        raise InputError("give ckpt_path=<checkpoint or exported .pt/.onnx policy> (or expert=scripted)")
-    path = Path(ckpt_path)
-    artifact_format(path)  # an unknown file type is refused before anything is read
-    if not path.is_file():
-        raise MissingFileError(f"checkpoint {path} does not exist")
-    return path
+        raise InputError(
+            "give ckpt_path=<checkpoint, exported .pt/.onnx policy or LeRobot pretrained_model folder> "
+            "(or expert=scripted)"
+        )
+    return policy_path(ckpt_path)  # an unknown kind is refused before anything is read
 
 
 def trained_execution(cfg: DictConfig, overrides: Sequence[str] | None = None) -> tuple[DictConfig, str]:
@@ -205,7 +204,8 @@ def execution_on_device(cfg: DictConfig, path: Path) -> tuple[str, ExecutionConf
     are chosen once, here (auto: CUDA where present); the workers get the result."""
     settings = ExecutionConfig.from_cfg(cfg.execution)
     device = str(policy_device(path, cfg.device))
-    requested = settings.precision if artifact_format(path) == "checkpoint" else "32-true"  # exports: fp32
+    eager = artifact_format(path) in ("checkpoint", "lerobot")
+    requested = settings.precision if eager else "32-true"  # exports: fp32
     choice = resolve_precision(requested, device)
     print(f"evaluation on {device}, precision {choice.precision} ({choice.requested}: {choice.reason})")
     return device, replace(settings, precision=choice.precision)

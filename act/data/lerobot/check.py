@@ -24,11 +24,24 @@ JUDGE = Path(__file__).with_name("judge.py")  # run by LeRobot's own Python
 Check = Callable[..., bool]  # check(name, ok, detail=""): reports one comparison, returns ok
 
 
-def run_judge(python: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    """Run the LeRobot side in LeRobot's environment: offline, with its caches inside ``cwd``."""
+class Checks:
+    """PASS/FAIL lines and their record."""
+
+    def __init__(self):
+        self.results: list[dict] = []
+
+    def __call__(self, name: str, ok: bool, detail: str = "") -> bool:
+        self.results.append({"check": name, "ok": bool(ok), "detail": detail})
+        print(f"{'PASS' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}", flush=True)
+        return bool(ok)
+
+
+def run_judge(python: str, *args: str, cwd: Path, judge: Path = JUDGE) -> subprocess.CompletedProcess:
+    """Run the LeRobot side (``judge``: a script that imports nothing of ours) in LeRobot's environment: offline,
+    with its caches inside ``cwd``."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HOME=str(cwd / "hf_home"), SVT_LOG="1")
-    return subprocess.run([python, str(JUDGE), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
+    return subprocess.run([python, str(judge), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
 
 
 def source_arrays(index: EpisodeIndex) -> list[dict]:
