@@ -20,8 +20,13 @@ import torch
 from act.common.errors import InputError
 from act.common.io import atomic_path
 
-DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
-          "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}  # fmt: skip
+# The format's dtype codes: a kind letter and the width in bits (written out here by rule, not one by one)
+DTYPES = {
+    f"{kind}{np.dtype(t).itemsize * 8}": np.dtype(t)
+    for kind, types in (("F", (np.float64, np.float32, np.float16)), ("I", (np.int64, np.int32, np.int16, np.int8)))
+    for t in types
+}
+DTYPES.update({"U8": np.dtype(np.uint8), "BOOL": np.dtype(np.bool_)})
 NAMES = {np.dtype(v): k for k, v in DTYPES.items()}
 MAX_HEADER = 100 * 2**20  # the reference implementation's own limit on the JSON header
 

@@ -2,6 +2,7 @@
 
     $LEROBOT_PYTHON act/runtime/lerobot_judge.py make <settings.json> <folder>   # a LeRobot ACT policy, saved
     $LEROBOT_PYTHON act/runtime/lerobot_judge.py run <folder> <inputs.npz> <out.npz>  # LeRobot runs a policy folder
+    $LEROBOT_PYTHON act/runtime/lerobot_judge.py evaluate <folder> <task> <episodes> <first seed> <out.json>
 
 ``make`` builds ``ACTPolicy`` from the settings (features, sizes, execution, statistics), fills every weight and
 frozen-BatchNorm buffer with seeded noise (a fresh network has identity BatchNorm and zero biases, which would hide
@@ -11,7 +12,14 @@ a mis-mapped statistic or bias), and saves it with its pre/post-processors as a 
 unexpected weight is an error, not a warning) and ``make_pre_post_processors(config, pretrained_path=folder)``,
 then feeds the observations of ``inputs.npz`` (``qpos`` (T, D), ``images_<camera>`` (T, H, W, 3) uint8) one tick
 at a time as ``lerobot-eval`` does (images to [0, 1] CHW float, preprocessor, ``select_action``, postprocessor),
-and saves every action, the first tick's whole chunk, and any warning LeRobot logged. It imports nothing from
+and saves every action, the first tick's whole chunk, and any warning LeRobot logged.
+
+``evaluate`` scores a policy folder with LeRobot's own evaluation loop (``lerobot.scripts.lerobot_eval.eval_policy``:
+its rollout, env processors, policy processors and success flag) on gym-aloha's ``task`` for episodes seeded
+``first seed``, ``first seed + 1``, ...: what ``lerobot-eval --env.type=aloha --seed=<first seed>`` does, except
+that the environment renders at the policy's image size. LeRobot 0.6.1's ``AlohaEnv`` config has
+``observation_height``/``observation_width`` but does not pass them to ``gym.make`` (its ``gym_kwargs``), so its
+command line renders 480x640 whatever it is told; here they are passed. It imports nothing from
 aloha-act: lerobot 0.6.1 needs Python >= 3.12 and torch < 2.12, so it lives in a separate environment.
 """
 
@@ -101,6 +109,37 @@ def run(folder: str, inputs_path: str, out: str) -> None:
     print(f"lerobot ran {folder} over {len(actions)} ticks ({len(collect.lines)} warnings)")
 
 
+def evaluate(folder: str, task: str, episodes: str, first_seed: str, out: str) -> None:
+    import gym_aloha  # noqa: F401 - registers the environments
+    import gymnasium as gym
+    import torch
+    from lerobot.envs.configs import AlohaEnv
+    from lerobot.envs.factory import make_env_pre_post_processors
+    from lerobot.policies.act.modeling_act import ACTPolicy
+    from lerobot.policies.factory import make_pre_post_processors
+    from lerobot.scripts.lerobot_eval import eval_policy
+
+    policy = ACTPolicy.from_pretrained(folder, strict=True)
+    policy.eval()
+    _, height, width = policy.config.image_features["observation.images.top"].shape
+    env_cfg = AlohaEnv(task=task, observation_height=height, observation_width=width)
+    kwargs = {**env_cfg.gym_kwargs, "observation_height": height, "observation_width": width}
+    env = gym.vector.SyncVectorEnv([lambda: gym.make(f"gym_aloha/{task}", disable_env_checker=True, **kwargs)])
+    pre, post = make_pre_post_processors(policy.config, pretrained_path=folder)
+    env_pre, env_post = make_env_pre_post_processors(env_cfg=env_cfg, policy_cfg=policy.config)
+    with torch.no_grad():
+        info = eval_policy(
+            env, policy, env_pre, env_post, pre, post, n_episodes=int(episodes), start_seed=int(first_seed)
+        )
+    env.close()
+    per_episode = [{"seed": e["seed"], "success": bool(e["success"]), "max_reward": float(e["max_reward"])}
+                   for e in info["per_episode"]]  # fmt: skip
+    with open(out, "w") as f:
+        json.dump({"task": task, "image_size": [height, width], "episodes": per_episode}, f)
+    wins = sum(e["success"] for e in per_episode)
+    print(f"lerobot evaluated {folder} on {task}: {wins}/{len(per_episode)} ({width}x{height} frames)")
+
+
 if __name__ == "__main__":
     command, *args = sys.argv[1:]
-    {"make": make, "run": run}[command](*args)
+    {"make": make, "run": run, "evaluate": evaluate}[command](*args)
