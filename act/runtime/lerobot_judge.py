@@ -2,7 +2,8 @@
 
     $LEROBOT_PYTHON act/runtime/lerobot_judge.py make <settings.json> <folder>   # a LeRobot ACT policy, saved
     $LEROBOT_PYTHON act/runtime/lerobot_judge.py run <folder> <inputs.npz> <out.npz>  # LeRobot runs a policy folder
-    $LEROBOT_PYTHON act/runtime/lerobot_judge.py evaluate <folder> <task> <episodes> <first seed> <out.json>
+    $LEROBOT_PYTHON act/runtime/lerobot_judge.py evaluate <folder> <task> <episodes> <first seed> <render quality> \
+        <episode length> <out.json>   # LeRobot's evaluation loop in our simulator
 
 ``make`` builds ``ACTPolicy`` from the settings (features, sizes, execution, statistics), fills every weight and
 frozen-BatchNorm buffer with seeded noise (a fresh network has identity BatchNorm and zero biases, which would hide
@@ -15,12 +16,13 @@ at a time as ``lerobot-eval`` does (images to [0, 1] CHW float, preprocessor, ``
 and saves every action, the first tick's whole chunk, and any warning LeRobot logged.
 
 ``evaluate`` scores a policy folder with LeRobot's own evaluation loop (``lerobot.scripts.lerobot_eval.eval_policy``:
-its rollout, env processors, policy processors and success flag) on gym-aloha's ``task`` for episodes seeded
-``first seed``, ``first seed + 1``, ...: what ``lerobot-eval --env.type=aloha --seed=<first seed>`` does, except
-that the environment renders at the policy's image size. LeRobot 0.6.1's ``AlohaEnv`` config has
-``observation_height``/``observation_width`` but does not pass them to ``gym.make`` (its ``gym_kwargs``), so its
-command line renders 480x640 whatever it is told; here they are passed. It imports nothing from
-aloha-act: lerobot 0.6.1 needs Python >= 3.12 and torch < 2.12, so it lives in a separate environment.
+its rollout, processors, ``select_action`` and success flag) in our simulator, for episodes seeded ``first seed``,
+``first seed + 1``, ... as ``lerobot-eval --seed=<first seed>`` seeds them: the same environment and seeds as
+``eval.py``, so the two harnesses differ only in themselves. Not gym-aloha: gym-aloha 0.1.5 renders its
+observations at 480x640 whatever size it is given (``tasks/sim.py`` renders at a fixed size; its
+``observation_width`` changes only the declared space, which then breaks LeRobot's vector env), and LeRobot
+0.6.1's ``AlohaEnv`` does not pass the size on at all. This command imports our ``act.envs`` (MuJoCo and NumPy,
+no torch) by path; ``make`` and ``run`` import nothing of ours.
 """
 
 from __future__ import annotations
@@ -28,8 +30,11 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from pathlib import Path
 
 import numpy as np
+
+ROOT = str(Path(__file__).resolve().parents[2])  # the repository, for act.envs in ``evaluate``
 
 
 class _Collect(logging.Handler):
@@ -109,9 +114,58 @@ def run(folder: str, inputs_path: str, out: str) -> None:
     print(f"lerobot ran {folder} over {len(actions)} ticks ({len(collect.lines)} warnings)")
 
 
-def evaluate(folder: str, task: str, episodes: str, first_seed: str, out: str) -> None:
-    import gym_aloha  # noqa: F401 - registers the environments
+def _native_env(task: str, cameras: list[str], image_size, render_quality: str, episode_len: int):
+    """Our simulator (``act.envs``: MuJoCo and NumPy, no torch) as the gymnasium environment LeRobot's evaluation
+    expects of gym-aloha: ``agent_pos`` and ``pixels`` observations, ``is_success`` once reward 4 is reached
+    (the episode then ends, as gym-aloha's does), cut at ``episode_len`` steps."""
     import gymnasium as gym
+
+    sys.path.insert(0, ROOT)
+    from act.envs import make_env
+
+    height, width = image_size
+
+    class Native(gym.Env):
+        metadata = {"render_modes": ["rgb_array"], "render_fps": 50}
+
+        def __init__(self):
+            self.env = make_env(task, "joint", cameras=cameras, image_size=(height, width),
+                                render_quality=render_quality, episode_len=episode_len)  # fmt: skip
+            pixels = {c: gym.spaces.Box(0, 255, (height, width, 3), np.uint8) for c in cameras}
+            self.observation_space = gym.spaces.Dict(
+                {"pixels": gym.spaces.Dict(pixels), "agent_pos": gym.spaces.Box(-np.inf, np.inf, (14,), np.float64)}
+            )
+            self.action_space = gym.spaces.Box(-np.inf, np.inf, (14,), np.float32)
+            self.render_mode, self._max_episode_steps, self.task_description = "rgb_array", episode_len, ""
+
+        def _observation(self, step):
+            images = step.observation["images"]
+            return {"pixels": {c: images[c] for c in cameras}, "agent_pos": np.asarray(step.observation["qpos"])}
+
+        def reset(self, seed=None, options=None):
+            super().reset(seed=seed)
+            return self._observation(self.env.reset(seed=seed)), {"is_success": False}
+
+        def step(self, action):
+            step = self.env.step(np.asarray(action, dtype=np.float64))
+            success = bool((step.reward or 0) >= self.env.task.max_reward)
+            return (
+                self._observation(step),
+                float(step.reward or 0),
+                success,
+                step.last() and not success,
+                {"is_success": success},
+            )
+
+        def render(self):
+            return self.env.render("top")
+
+    return gym.vector.SyncVectorEnv([Native])
+
+
+def evaluate(
+    folder: str, task: str, episodes: str, first_seed: str, render_quality: str, length: str, out: str
+) -> None:
     import torch
     from lerobot.envs.configs import AlohaEnv
     from lerobot.envs.factory import make_env_pre_post_processors
@@ -121,12 +175,11 @@ def evaluate(folder: str, task: str, episodes: str, first_seed: str, out: str) -
 
     policy = ACTPolicy.from_pretrained(folder, strict=True)
     policy.eval()
-    _, height, width = policy.config.image_features["observation.images.top"].shape
-    env_cfg = AlohaEnv(task=task, observation_height=height, observation_width=width)
-    kwargs = {**env_cfg.gym_kwargs, "observation_height": height, "observation_width": width}
-    env = gym.vector.SyncVectorEnv([lambda: gym.make(f"gym_aloha/{task}", disable_env_checker=True, **kwargs)])
+    cameras = [k[len("observation.images.") :] for k in policy.config.image_features]
+    _, height, width = policy.config.image_features[f"observation.images.{cameras[0]}"].shape
+    env = _native_env(task, cameras, (height, width), render_quality, int(length))
     pre, post = make_pre_post_processors(policy.config, pretrained_path=folder)
-    env_pre, env_post = make_env_pre_post_processors(env_cfg=env_cfg, policy_cfg=policy.config)
+    env_pre, env_post = make_env_pre_post_processors(env_cfg=AlohaEnv(), policy_cfg=policy.config)
     with torch.no_grad():
         info = eval_policy(
             env, policy, env_pre, env_post, pre, post, n_episodes=int(episodes), start_seed=int(first_seed)
