@@ -16,6 +16,8 @@ reported to ``check(name, ok, detail)``.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -115,6 +117,15 @@ def noisy_network(variant: PolicyVariant, image_size, state_dim: int, action_dim
             elif tensor.is_floating_point() and not name.endswith(("vae_pos", "freqs")):
                 tensor.add_(torch.randn_like(tensor) * 0.05)
     return net.eval()
+
+
+def run_judge_async(python: str, *args: str, cwd: Path) -> subprocess.Popen:
+    """``lerobot_judge.py <args>`` started in LeRobot's environment, offline, its caches inside ``cwd`` (its output
+    piped: ``communicate()`` it)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(HF_HUB_OFFLINE="1", HF_HOME=str(cwd / "hf_home"), MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"))
+    return subprocess.Popen([python, str(JUDGE), *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
 
 
 def _lerobot_runs(python: str, out: Path, folder: Path):

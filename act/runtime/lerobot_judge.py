@@ -163,7 +163,7 @@ def _native_env(task: str, cameras: list[str], image_size, render_quality: str, 
     return gym.vector.SyncVectorEnv([Native])
 
 
-def evaluate(
+def lerobot_evaluate(
     folder: str, task: str, episodes: str, first_seed: str, render_quality: str, length: str, out: str
 ) -> None:
     import torch
@@ -195,4 +195,4 @@ def evaluate(
 
 if __name__ == "__main__":
     command, *args = sys.argv[1:]
-    {"make": make, "run": run, "evaluate": evaluate}[command](*args)
+    {"make": make, "run": run, "evaluate": lerobot_evaluate}[command](*args)

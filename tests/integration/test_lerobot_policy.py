@@ -274,3 +274,17 @@ def test_lerobot_itself_runs_ours_and_we_run_its(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert proc.stdout.count("PASS") == 8
+
+
+def test_scoring_with_lerobot_refuses_what_is_no_lerobot_policy(tmp_path, two_cameras):
+    from act.apps import check_lerobot_policy
+    from act.common.errors import InputError
+
+    with pytest.raises(InputError, match="not a LeRobot policy folder"):
+        check_lerobot_policy.main(["--score", str(tmp_path), "--lerobot-python", sys.executable])
+    with pytest.raises(InputError, match="--episodes must be a positive number"):
+        check_lerobot_policy.main(
+            ["--score", str(two_cameras[1]), "--episodes", "0", "--lerobot-python", sys.executable]
+        )
+    with pytest.raises(InputError, match="no LeRobot environment"):
+        check_lerobot_policy.main(["--score", str(two_cameras[1]), "--lerobot-python", str(tmp_path / "none")])
