@@ -19,16 +19,14 @@ The comparisons are in act/data/lerobot/check.py.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from act.common.errors import InputError
 from act.common.io import write_json
 from act.data.episodes import EpisodeIndex
-from act.data.lerobot.check import Checks, check_lerobot_in_ours, check_ours_in_lerobot, source_arrays
+from act.data.lerobot.check import Checks, check_lerobot_in_ours, check_ours_in_lerobot, lerobot_python, source_arrays
 from act.data.record import RecordSettings, record
 from act.data.schema import list_episode_files
 
@@ -65,17 +63,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--episodes", type=int, default=3)
     parser.add_argument("--steps", type=int, default=10, help="training steps on LeRobot's dataset")
     parser.add_argument("--min-psnr", type=float, default=30.0)
-    parser.add_argument(
-        "--lerobot-python",
-        default=os.environ.get("LEROBOT_PYTHON"),
-        help="Python of the environment with lerobot[dataset]==0.6.1 (default: $LEROBOT_PYTHON)",
-    )
+    parser.add_argument("--lerobot-python", default=None, help="LeRobot's Python (default: $LEROBOT_PYTHON)")
     args = parser.parse_args(argv)
-    if not args.lerobot_python or not Path(args.lerobot_python).is_file():
-        raise InputError(
-            "no LeRobot environment: set LEROBOT_PYTHON=<venv>/bin/python of a Python >= 3.12 venv "
-            "with `pip install 'lerobot[dataset]==0.6.1'`"
-        )
+    args.lerobot_python = lerobot_python(args.lerobot_python, "lerobot[dataset]==0.6.1")
     return args
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from act.common.errors import InputError, RunError
 from act.common.io import write_json
 from act.common.metrics import wilson_interval
 from act.data.episodes import EpisodeIndex
-from act.data.lerobot.check import Checks, source_arrays
+from act.data.lerobot.check import Checks, lerobot_python, source_arrays
 from act.data.record import RecordSettings, record
 from act.runtime.lerobot_check import VARIANTS, check_ours_in_theirs, check_theirs_in_ours, run_judge_async
 
@@ -129,17 +128,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=1, help="processes the episodes are split over")
     parser.add_argument("--render-quality", default="fast", choices=["fast", "paper"])
     parser.add_argument("--episode-len", type=int, default=400)
-    parser.add_argument(
-        "--lerobot-python",
-        default=os.environ.get("LEROBOT_PYTHON"),
-        help="Python of the environment with lerobot==0.6.1 (default: $LEROBOT_PYTHON)",
-    )
+    parser.add_argument("--lerobot-python", default=None, help="LeRobot's Python (default: $LEROBOT_PYTHON)")
     args = parser.parse_args(argv)
-    if not args.lerobot_python or not Path(args.lerobot_python).is_file():
-        raise InputError(
-            "no LeRobot environment: set LEROBOT_PYTHON=<venv>/bin/python of a Python >= 3.12 venv "
-            "with `pip install lerobot==0.6.1`"
-        )
+    args.lerobot_python = lerobot_python(args.lerobot_python, "lerobot==0.6.1")
     for name in ("ticks", "episodes", "workers", "episode_len"):
         if getattr(args, name) < 1:
             raise InputError(f"--{name.replace('_', '-')} must be a positive number, got {getattr(args, name)}")

@@ -15,6 +15,7 @@ from typing import Callable
 
 import numpy as np
 
+from act.common.errors import InputError
 from act.data.convert import TASK_TEXT, ConvertSettings, convert
 from act.data.episodes import EpisodeIndex
 from act.data.lerobot.video import psnr
@@ -34,6 +35,18 @@ class Checks:
         self.results.append({"check": name, "ok": bool(ok), "detail": detail})
         print(f"{'PASS' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}", flush=True)
         return bool(ok)
+
+
+def lerobot_python(given: str | None, package: str) -> str:
+    """The Python of LeRobot's environment (``--lerobot-python``, else ``$LEROBOT_PYTHON``), or one line saying
+    how to make one with ``pip install <package>``."""
+    python = given or os.environ.get("LEROBOT_PYTHON")
+    if not python or not Path(python).is_file():
+        raise InputError(
+            "no LeRobot environment: set LEROBOT_PYTHON=<venv>/bin/python of a Python >= 3.12 venv "
+            f"with `pip install '{package}'`"
+        )
+    return python
 
 
 def run_judge(python: str, *args: str, cwd: Path, judge: Path = JUDGE) -> subprocess.CompletedProcess:
