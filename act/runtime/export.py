@@ -29,7 +29,7 @@ from act.common.checks import check_choice
 from act.common.io import atomic_path
 from act.model.checkpoint import load_network
 from act.runtime.execution import MODE_KEYS, ExecutionConfig
-from act.runtime.predictors import META_FILE, EagerPredictor, load_predictor
+from act.runtime.predictors import META_FILE, ArtifactError, EagerPredictor, artifact_format, load_predictor
 
 EXPORT_FORMATS = ("onnx", "torchscript", "lerobot")  # lerobot: a pretrained_model folder (act.model.lerobot_policy)
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".pt"}
@@ -116,10 +116,23 @@ def export(net, path: str | Path, fmt: str, execution: Mapping | None = None) ->
     return path
 
 
+def source_network(path: str | Path):
+    """The ``NormalizedACT`` to export from ``path``: a training checkpoint's, or a LeRobot ACT policy folder's
+    (``act.model.lerobot_policy``); exports themselves are refused (export from what they were exported from)."""
+    kind = artifact_format(path)
+    if kind == "checkpoint":
+        return load_network(path)
+    if kind == "lerobot":
+        from act.model.lerobot_policy import read_lerobot_policy
+
+        return read_lerobot_policy(path)[0]
+    raise ArtifactError(f"{path} is an export already ({kind}); export from its checkpoint or LeRobot folder")
+
+
 def action_difference(ckpt: str | Path, artifact: str | Path) -> float:
-    """The largest |action difference| between the exported ``artifact`` and the checkpoint ``ckpt``'s eager
-    fp32 network on one random observation (random frames, normal qpos; seed 0)."""
-    net = load_network(ckpt)
+    """The largest |action difference| between the exported ``artifact`` and the eager fp32 network of ``ckpt``
+    (a checkpoint or a LeRobot policy folder) on one random observation (random frames, normal qpos; seed 0)."""
+    net = source_network(ckpt)
     qpos, images = example_inputs(net, batch=1)
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, images.shape, dtype=np.uint8)

@@ -288,3 +288,14 @@ def test_scoring_with_lerobot_refuses_what_is_no_lerobot_policy(tmp_path, two_ca
         )
     with pytest.raises(InputError, match="no LeRobot environment"):
         check_lerobot_policy.main(["--score", str(two_cameras[1]), "--lerobot-python", str(tmp_path / "none")])
+
+
+def test_a_lerobot_policy_exports_to_torchscript_with_its_execution(two_cameras, tmp_path):
+    from act.runtime.export import action_difference, source_network
+
+    net, folder = two_cameras
+    out = export(source_network(folder), tmp_path / "policy.pt", "torchscript", recorded_execution(folder))
+    assert action_difference(folder, out) < 1e-5
+    assert recorded_execution(out)["temporal_ensemble_coeff"] == 0.02
+    with pytest.raises(ArtifactError, match="is an export already"):
+        source_network(out)
