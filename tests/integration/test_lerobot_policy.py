@@ -299,3 +299,22 @@ def test_a_lerobot_policy_exports_to_torchscript_with_its_execution(two_cameras,
     assert recorded_execution(out)["temporal_ensemble_coeff"] == 0.02
     with pytest.raises(ArtifactError, match="is an export already"):
         source_network(out)
+
+
+def test_a_hub_id_needs_huggingface_hub_or_is_one_line(monkeypatch, tmp_path):
+    import builtins
+
+    from act.model.lerobot_policy import hub_folder
+
+    monkeypatch.chdir(tmp_path)
+    assert hub_folder("outputs/run/last.ckpt") is None and hub_folder("just_a_name") is None
+    real_import = builtins.__import__
+
+    def no_hub(name, *args, **kwargs):
+        if name == "huggingface_hub":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_hub)
+    with pytest.raises(LeRobotPolicyError, match="lerobot/act_aloha_sim_transfer_cube_human is no file or folder"):
+        artifact_format("lerobot/act_aloha_sim_transfer_cube_human")
