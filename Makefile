@@ -18,7 +18,7 @@ install: prereqs $(STAMP)
 # requirements/lock.txt pins the whole tree (the dependencies, the dev extra, pip itself) with the hash of every file
 # PyPI has for each version: pip refuses any other file. --no-deps: the lock is complete as make lock resolved it, and
 # leaves labmaze out on Python 3.13 (requirements/overrides.txt). The project goes on top, built by the lock's
-# setuptools.
+# setuptools. A fresh .venv downloads 3.44 GB, torch and its CUDA libraries 3.0 of it (R2; docs/install.md).
 $(STAMP): pyproject.toml requirements/lock.txt | prereqs
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --require-hashes --no-deps -r requirements/lock.txt
