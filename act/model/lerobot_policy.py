@@ -45,6 +45,7 @@ WEIGHTS = "model.safetensors"
 STATE, ACTION, IMAGES = "observation.state", "action", "observation.images."
 EPS = 1e-8  # LeRobot's normalizer: (x - mean) / (std + eps)
 PREPROCESSOR, POSTPROCESSOR = "policy_preprocessor", "policy_postprocessor"
+OURS = "aloha_act.json"  # what our spec holds beyond LeRobot's config (task, render quality); LeRobot ignores it
 # gym-aloha's task ids (a LeRobot training run's train_config.json) -> our tasks
 GYM_TASKS = {"AlohaInsertion-v0": "insertion", "AlohaTransferCube-v0": "transfer_cube"}
 # What must hold in a LeRobot ACT config for our network to be theirs: (field, the value we run, why).
@@ -172,17 +173,36 @@ def network_config(folder: Path, config: dict) -> tuple[ACTConfig, PolicySpec]:
         net_config = ACTConfig(state_dim=state_dim, action_dim=action_dim, num_cameras=len(cameras), **values)
     except (TypeError, ValueError) as err:
         raise LeRobotPolicyError(f"{folder}: its sizes do not make an ACT: {err}") from None
-    spec = PolicySpec(task=_task(folder), camera_names=tuple(cameras), image_size=image_size)
+    quality = _ours(folder).get("render_quality")
+    spec = PolicySpec(
+        task=_task(folder),
+        camera_names=tuple(cameras),
+        image_size=image_size,
+        render_quality=quality if quality in ("paper", "fast") else None,
+    )
     return net_config, spec
 
 
 def _task(folder: Path) -> str | None:
-    """Our task for the gym-aloha task its training run names (``train_config.json``'s ``env.task``), if any."""
+    """Our task: as our exporter recorded it (``aloha_act.json``), else for the gym-aloha task its LeRobot training
+    run names (``train_config.json``'s ``env.task``), else None."""
+    ours = _ours(folder)
+    if isinstance(ours.get("task"), str):
+        return ours["task"]
     try:
         env = json.loads((folder / "train_config.json").read_text()).get("env") or {}
     except (OSError, ValueError, AttributeError, RecursionError):
         return None
     return GYM_TASKS.get(env.get("task")) if isinstance(env, dict) else None
+
+
+def _ours(folder: Path) -> dict:
+    """``aloha_act.json`` of a folder our exporter wrote ({} where there is none or it is unreadable)."""
+    try:
+        values = json.loads((folder / OURS).read_text())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return values if isinstance(values, dict) else {}
 
 
 def weight_names(config: ACTConfig) -> dict[str, str]:
@@ -494,6 +514,7 @@ def write_lerobot_policy(
         },
         device,
     ]
+    write_json(folder / OURS, {"task": net.spec.task, "render_quality": net.spec.render_quality})
     write_json(folder / f"{PREPROCESSOR}.json", {"name": PREPROCESSOR, "steps": pre})
     write_json(folder / f"{POSTPROCESSOR}.json", {"name": POSTPROCESSOR, "steps": post})
     write_json(folder / CONFIG, config)  # last: the folder is a policy once it holds this

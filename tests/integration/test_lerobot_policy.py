@@ -57,6 +57,7 @@ def test_ours_written_as_a_lerobot_folder_reads_back_as_the_same_network(tmp_pat
         assert torch.allclose(net(qpos, images), back(qpos, images), atol=1e-5)
     assert execution == {"temporal_ensemble_coeff": None, "n_action_steps": 4, "blend": None}
     assert back.spec.camera_names == ("top",) and back.image_size == SIZE and back.config.use_vae is use_vae
+    assert (back.spec.task, back.spec.render_quality) == (net.spec.task, net.spec.render_quality)
 
 
 def test_the_folder_holds_lerobots_names_and_layout(two_cameras):

@@ -220,6 +220,10 @@ def task_to_evaluate(cfg: DictConfig, path: Path, trained_on: str | None) -> str
             f"on {trained_on}, or add allow_task_mismatch=true to evaluate it on {chosen} anyway"
         )
     task = chosen or trained_on
+    if task is None:
+        raise InputError(
+            f"{path} names no task it was trained on (e.g. a LeRobot policy folder): give task=<{'|'.join(TASKS)}>"
+        )
     check_setting("task", task, TASKS)
     return task
 
