@@ -19,7 +19,10 @@ from act.envs.constants import EPISODE_LEN
 
 BACKENDS = ("native", "gym_aloha")
 GYM_IDS = {"transfer_cube": "gym_aloha/AlohaTransferCube-v0", "insertion": "gym_aloha/AlohaInsertion-v0"}
-GYM_EPISODE_LEN = 300  # the step limit gym-aloha registers its environments with
+# lerobot-eval's episode length on gym-aloha (LeRobot 0.6.1's AlohaEnv.episode_length, passed as max_episode_steps) and
+# the original ACT code's for both sim tasks; gym-aloha registers its environments with 300, which LeRobot overrides.
+# Scores of published LeRobot checkpoints are at 400: so are ours by default (episode_len=300 gives gym-aloha's own).
+GYM_EPISODE_LEN = 400
 
 
 class GymAlohaEnv:
@@ -27,8 +30,8 @@ class GymAlohaEnv:
 
     gym-aloha renders its 'top' camera at 480x640 (its only policy camera, at a fixed size, with
     the scene's shadows), ends an episode early once reward 4 is reached, and by default cuts it
-    at 300 steps. ``env_state`` is read from its dm_control physics, so scripted policies can
-    run in it too.
+    at 400 steps, as lerobot-eval does (gym-aloha's own registration says 300). ``env_state`` is read
+    from its dm_control physics, so scripted policies can run in it too.
     """
 
     def __init__(self, task: str, image_size: Sequence[int] = (480, 640), episode_len: int | None = None):

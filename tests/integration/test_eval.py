@@ -206,7 +206,7 @@ def test_gym_aloha_backend_matches_native_scene():
     np.testing.assert_allclose(ts.observation["qpos"], native["qpos"], atol=1e-6)
     assert ts.observation["images"]["top"].shape == (480, 640, 3)
     ts = env.step(ts.observation["qpos"])
-    assert isinstance(ts.reward, int) and env.episode_len == 300
+    assert isinstance(ts.reward, int) and env.episode_len == 400  # as lerobot-eval runs it
     with pytest.raises(ValueError, match="only the 'top' camera"):
         make_eval_env("gym_aloha", "transfer_cube", ["angle"], (480, 640))
     with pytest.raises(ValueError, match="480x640"):
