@@ -16,7 +16,6 @@ reported to ``check(name, ok, detail)``.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from act.data.lerobot.check import run_judge
+from act.data.lerobot.check import judge_env, run_judge
 from act.model.act import ACTConfig
 from act.model.lerobot_policy import read_lerobot_policy, write_lerobot_policy
 from act.model.normalized import NormalizedACT
@@ -122,9 +121,7 @@ def noisy_network(variant: PolicyVariant, image_size, state_dim: int, action_dim
 def run_judge_async(python: str, *args: str, cwd: Path) -> subprocess.Popen:
     """``lerobot_judge.py <args>`` started in LeRobot's environment, offline, its caches inside ``cwd`` (its output
     piped: ``communicate()`` it)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env.update(HF_HUB_OFFLINE="1", HF_HOME=str(cwd / "hf_home"), MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"))
-    return subprocess.Popen([python, str(JUDGE), *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
+    return subprocess.Popen([python, str(JUDGE), *args], cwd=cwd, env=judge_env(cwd), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
 
 

@@ -49,12 +49,20 @@ def lerobot_python(given: str | None, package: str) -> str:
     return python
 
 
-def run_judge(python: str, *args: str, cwd: Path, judge: Path = JUDGE) -> subprocess.CompletedProcess:
-    """Run the LeRobot side (``judge``: a script that imports nothing of ours) in LeRobot's environment: offline,
-    with its caches inside ``cwd``."""
+def judge_env(cwd: Path) -> dict[str, str]:
+    """The environment LeRobot's side runs in: ours without our paths, offline, its caches inside ``cwd``."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HOME=str(cwd / "hf_home"), SVT_LOG="1")
-    return subprocess.run([python, str(judge), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
+    env.setdefault("MUJOCO_GL", "egl")
+    return env
+
+
+def run_judge(python: str, *args: str, cwd: Path, judge: Path = JUDGE) -> subprocess.CompletedProcess:
+    """Run the LeRobot side (``judge``: a script that imports nothing of ours but, for one command, ``act.envs``)
+    in LeRobot's environment (``judge_env``)."""
+    return subprocess.run(
+        [python, str(judge), *args], cwd=cwd, env=judge_env(cwd), capture_output=True, text=True, timeout=1800
+    )
 
 
 def source_arrays(index: EpisodeIndex) -> list[dict]:
