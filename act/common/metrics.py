@@ -23,6 +23,29 @@ def wilson_interval(successes: int, trials: int, z: float = 1.959964) -> tuple[f
     return low, high
 
 
+SEED_BLOCK = 50  # episodes per block of seeds: what a single held-out figure is quoted over (issue 64)
+
+
+def block_rates(seeds: Sequence[int], successes: Sequence[bool], block: int = SEED_BLOCK) -> list[dict] | None:
+    """Success in each whole block of ``block`` consecutive seeds from the first (``[{"first_seed", "successes",
+    "episodes", "success_rate"}, ...]``; a last, partial block is left out), for an evaluation of at least two
+    whole blocks; else None. One block of 50 scatters by about +-0.1 (binomial noise): the blocks show it beside
+    the pooled figure."""
+    if block <= 0 or len(seeds) != len(successes) or len(seeds) < 2 * block:
+        return None
+    first = min(seeds)
+    counts: dict[int, list[int]] = {}
+    for seed, success in zip(seeds, successes):
+        entry = counts.setdefault((seed - first) // block, [0, 0])
+        entry[0] += int(bool(success))
+        entry[1] += 1
+    return [
+        {"first_seed": first + k * block, "successes": won, "episodes": n, "success_rate": won / n}
+        for k, (won, n) in sorted(counts.items())
+        if n == block
+    ]
+
+
 def summarize(max_rewards: Sequence[int], max_reward: int) -> dict:
     """Success rate (max reward == ``max_reward``) with its 95% Wilson interval, and per-stage rates.
 

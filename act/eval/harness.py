@@ -102,6 +102,11 @@ def summary_line(metrics: dict) -> str:
         f"mean return {metrics['mean_return']:.1f} | {lat} | "
         f"{metrics['share_of_steps_over_tick']:.0%} of steps over 20 ms"
     )
+    blocks = metrics.get("seed_blocks")
+    if blocks:  # the scatter of one block of 50 beside the pooled figure
+        line += f" | blocks of {blocks[0]['episodes']} from seed {blocks[0]['first_seed']}: " + " / ".join(
+            f"{b['success_rate']:.2f}" for b in blocks
+        )
     held = metrics.get("ticks_without_fresh_action")
     if held is not None and metrics.get("latency_ms") is not None:
         jump = metrics["chunk_switch_jump"]["mean"]

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from act.common.errors import InputError
-from act.common.metrics import summarize
+from act.common.metrics import block_rates, summarize
 from act.common.pool import worker_pool
 from act.common.video import overlay_text, write_mp4
 from act.envs.constants import DT, FPS, MAX_REWARD
@@ -343,4 +343,7 @@ def episode_metrics(results: list[EpisodeResult], wall_time_s: float) -> dict:
             "videos": [r.video for r in results if r.video],
         }
     )
+    blocks = block_rates([r.seed for r in results], [r.success for r in results])
+    if blocks is not None:
+        metrics["seed_blocks"] = blocks
     return metrics

@@ -69,3 +69,29 @@ def test_ctrl_c_waits_for_the_next_stop_point_and_a_second_one_does_not(ctrl_c_r
         reached.append("never")
     assert reached == ["after the signal"]
     stop_point()  # nothing pending outside the block
+
+
+def test_block_rates_show_the_scatter_of_each_block_of_50_seeds():
+    from act.common.metrics import block_rates
+
+    seeds = list(range(100000, 100120))
+    wins = [s < 100040 or 100050 <= s < 100060 for s in seeds]  # 40/50, then 10/50, then 20 seeds (partial)
+    shuffled = list(zip(seeds, wins))[::-1]  # episodes finish in any order
+    blocks = block_rates([s for s, _ in shuffled], [w for _, w in shuffled])
+    assert [(b["first_seed"], b["successes"], b["episodes"]) for b in blocks] == [(100000, 40, 50), (100050, 10, 50)]
+    assert blocks[0]["success_rate"] == 0.8
+    assert block_rates(seeds[:99], wins[:99]) is None  # under two whole blocks: nothing to compare
+
+
+def test_the_evaluation_line_quotes_each_block_beside_the_pooled_figure():
+    from act.common.metrics import block_rates, summarize
+    from act.eval.harness import summary_line
+
+    seeds = list(range(100000, 100100))
+    rewards = [4 if s % 5 else 0 for s in seeds[:50]] + [4 if s % 2 else 0 for s in seeds[50:]]
+    metrics = {**summarize(rewards, max_reward=4), "task": "transfer_cube", "mean_return": 0.0}
+    metrics.update(latency_ms_per_query={"median": None}, share_of_steps_over_tick=0.0)
+    metrics["seed_blocks"] = block_rates(seeds, [r == 4 for r in rewards])
+    line = summary_line(metrics)
+    assert "success 65/100 = 0.650" in line
+    assert line.endswith("| blocks of 50 from seed 100000: 0.80 / 0.50")
