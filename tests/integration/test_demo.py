@@ -232,3 +232,113 @@ def test_human_like_demos_and_runs_have_folders_of_their_own():
     # The same recipe: only the folders, the expert and the expectation printed before training differ.
     assert human_like.policy == scripted.policy and human_like.trainer.max_steps == scripted.trainer.max_steps
     assert human_like.demo.budget_min == scripted.demo.budget_min and list(human_like.demo.expected) == []
+
+
+# -- what `make demo` prints and writes, pinned (issue 69: the workflow moved below the app unchanged) ---------
+PINNED_PLAN = [
+    "      plan, timed on this machine just now:",
+    "        steps 2 (fits demo.budget_min=45: 44 min 50 s spent, evaluation ~0 min 30 s, 1 min 00 s margin; "
+    "0 steps clamped to demo.steps_floor=2)",
+    "        memory format policy.channels_last=False (channels-last 200 ms, contiguous 100 ms)",
+    "        train ~0 min 00 s  (2 steps x 100 ms/step at batch 4, 32-true (40.0 samples/s))",
+    "        eval  ~0 min 30 s  (2 episodes: timed by the test)",
+    "        expected to finish in ~0 min 30 s (45 min 20 s since `make demo` started)",
+    "        note: over this quickstart's 45-minute budget on this CPU (demo.steps_floor=2); docs/results.md gives "
+    "the time and success per CPU class",
+    "        less than 0.73 success expected at 2 steps (the measured curve starts at 4500); 3 training seeds per "
+    "point, batch 16 on 2-core CPUs, docs/results/quickstart.md",
+]
+PINNED_STAGES = [
+    "[1/4] demonstrations: 2 scripted transfer_cube episodes -> <tmp>/data",
+    "[2/4] training: 2 steps -> <tmp>/demo/train",
+    "      step 2 in <t>; evaluating <tmp>/demo/train/checkpoints/last.ckpt",
+    "[3/4] evaluation: 2 episodes, seeds 100000-100001, temporal ensembling, m=0.01, a query every 4 steps -> "
+    "<tmp>/demo/eval",
+    "[4/4] plot and summary",
+]
+PINNED_REPORT = [
+    "checkpoint: <tmp>/demo/train/checkpoints/last.ckpt",
+    "metrics:    <tmp>/demo/eval/metrics.json",
+    "plot:       <tmp>/demo/curves.png",
+    "filmstrip:  <tmp>/demo/filmstrip.png",
+    "summary:    <tmp>/demo/summary.json",
+]
+PINNED_FILES = {
+    "curves.png",
+    "eval/episode_0_seed100000.mp4",
+    "eval/metrics.json",
+    "filmstrip.png",
+    "plan.json",
+    "stage_times.json",
+    "summary.json",
+    "train/checkpoints/best-step2-val_l1<x>.ckpt",
+    "train/checkpoints/last.ckpt",
+}
+PINNED_SUMMARY_KEYS = {
+    "task",
+    "success_rate",
+    "success_rate_ci95",
+    "successes",
+    "num_episodes",
+    "stage_rates",
+    "wall_time_s",
+    "wall_time_since_make_s",
+    "planned_s",
+    "max_steps",
+    "steps_why",
+    "train_steps",
+    "train_pace",
+    "train_metrics",
+    "checkpoint",
+    "metrics",
+    "videos",
+    "plot",
+    "filmstrip",
+    "recording",
+}
+
+
+def test_make_demo_prints_the_same_plan_and_writes_the_same_files(monkeypatch, capsys, tmp_path):
+    """The demo over a fixed clock and fixed timings: its plan, its stage lines and its report, the files it
+    writes and plan.json are what they were before the workflow moved into act/pipeline (issue 69)."""
+    import re
+
+    from act.training.budget import StageEstimate
+
+    monkeypatch.setenv("DEMO_START", "1")  # the clock below stands in for the time since `make demo` started
+    monkeypatch.setattr(demo_app, "seconds_since_start", lambda: 2690.0)
+    monkeypatch.setattr(
+        demo_app,
+        "time_training_steps",
+        lambda modules, batch_size, precision: {cl: {True: 0.2, False: 0.1}[cl] for cl in modules},
+    )
+    monkeypatch.setattr(
+        demo_app, "estimate_evaluation", lambda *args: StageEstimate("eval", 30.0, "2 episodes: timed by the test")
+    )
+    extra = ("policy.channels_last=auto", "trainer.precision=32-true", "demo.steps_floor=2", "demo.steps_ceiling=4")
+    printed = run_demo(monkeypatch, capsys, *demo_overrides(tmp_path, *extra))
+    lines = [re.sub(r"\d+ min \d\d s", "<t>", line.replace(str(tmp_path), "<tmp>")) for line in printed.splitlines()]
+    start = printed.splitlines().index(PINNED_PLAN[0])
+    assert printed.splitlines()[start : start + len(PINNED_PLAN)] == PINNED_PLAN
+    assert [line for line in lines if line.startswith(("[", "      step "))] == PINNED_STAGES
+    assert [line for line in lines if line.startswith(tuple(p.split(" ")[0] for p in PINNED_REPORT))] == PINNED_REPORT
+    out = tmp_path / "demo"
+    written = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
+    csv_log = {p for p in written if p.startswith("train/csv/")}
+    assert {re.sub(r"val_l1[0-9.]+\.ckpt$", "val_l1<x>.ckpt", p) for p in written - csv_log} == PINNED_FILES, written
+    assert csv_log == {"train/csv/hparams.yaml", "train/csv/metrics.csv"}, csv_log
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan.pop("deadline") > 0 and plan == {
+        "max_steps": 2,
+        "why": "fits demo.budget_min=45: 44 min 50 s spent, evaluation ~0 min 30 s, 1 min 00 s margin; "
+        "0 steps clamped to demo.steps_floor=2",
+        "step_s": 0.1,
+        "train_s": -80.0,
+        "floor": 2,
+        "ceiling": 4,
+        "channels_last": False,
+    }
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary) == PINNED_SUMMARY_KEYS and summary["wall_time_since_make_s"] == 2690.0
+    assert (summary["max_steps"], summary["train_steps"], summary["steps_why"]) == (2, 2, plan["why"])
+    assert summary["planned_s"] == {"train": pytest.approx(0.22), "eval": 30.0}
