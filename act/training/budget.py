@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from act.training.fit_budget import FitToBudget
+from act.training.loop_times import loop_line
 from act.training.timing import query_fn, time_calls, time_training_step
 
 # Measured on the quickstart (3600 steps): the trainer's loop, data loading and validation add
@@ -146,26 +147,39 @@ def fit_to_budget(plan: dict, done: int, plan_path: Path) -> FitToBudget | None:
     )
 
 
-def training_pace(steps: int, seconds: float, bare_step_s: float | None) -> dict | None:
+def training_pace(steps: int, seconds: float, bare_step_s: float | None, loop: Mapping | None = None) -> dict | None:
     """The pace of the steps trained in this run against the bare step the plan timed (issue 30: the
     trainer's own overhead: its loop, the data loader on the same cores, validation and checkpoints, for
-    which the plan allows ``TRAINER_OVERHEAD``); None where no step was trained in this run."""
+    which the plan allows ``TRAINER_OVERHEAD``); None where no step was trained in this run. With ``loop``
+    (the run's ``loop_times.json``, act/training/loop_times.py), where that time went (issue 64)."""
     if steps <= 0 or seconds <= 0:
         return None
     pace = {"steps": int(steps), "seconds": float(seconds), "ms_per_step": 1000.0 * seconds / steps}
     if bare_step_s:
         pace.update(bare_ms_per_step=1000.0 * bare_step_s, overhead=seconds / steps / bare_step_s)
+    if loop and loop.get("step_median_ms"):
+        pace["loop"] = dict(loop)
+        if bare_step_s:
+            pace["loop_overhead"] = loop["step_median_ms"] / (1000.0 * bare_step_s)
     return pace
 
 
 def pace_line(pace: Mapping) -> str:
-    """One line for the summary: the trained step against the bare one, and the plan's allowance."""
+    """One line for the summary: the trained step against the bare one, and the plan's allowance; with the
+    loop's times, the step as the loop ran it, what the slow steps and validation added, and the time before the
+    fit started."""
     line = f"training pace: {pace['ms_per_step']:.0f} ms a step over {pace['steps']} steps"
     if "overhead" in pace:
         line += (
             f", {pace['overhead']:.2f}x the bare step timed before training ({pace['bare_ms_per_step']:.0f} ms; "
             f"the plan allows {TRAINER_OVERHEAD:.2f}x for the trainer's loop, data loading and validation)"
         )
+    loop = pace.get("loop")
+    if loop:
+        bare_s = pace["bare_ms_per_step"] / 1000.0 if "bare_ms_per_step" in pace else None
+        line += "; " + loop_line(loop, bare_s)
+        if loop.get("fit_s") is not None:
+            line += f", loading the data and building the run {max(0.0, pace['seconds'] - loop['fit_s']):.0f} s"
     return line
 
 
