@@ -1,4 +1,4 @@
-"""What putting a policy on a robot needs beyond the control loop (``act.apps.realtime`` runs it):
+"""What putting a policy on a robot needs beyond the control loop (``act.runtime.realtime_run`` runs it):
 the robot's driver, loaded by name, and the folder the episodes are recorded into, checked against
 the policy. See docs/deployment_safety.md.
 """

@@ -126,16 +126,14 @@ def test_aloha_adapter_checks_cameras_and_commands():
 
 
 def test_the_robots_camera_map_follows_the_policys_names_unless_given():
-    from omegaconf import OmegaConf
-
-    from act.apps.realtime import robot_camera_map
     from act.common.errors import InputError
+    from act.runtime.realtime_run import robot_camera_map
 
     four = ["cam_high", "cam_low", "cam_left_wrist", "cam_right_wrist"]
     assert robot_camera_map(None, four) == {cam: cam for cam in four}
     assert robot_camera_map(None, ["top"]) == {"top": "cam_high"}
-    assert robot_camera_map(OmegaConf.create({"top": "cam_low"}), ["top"]) == {"top": "cam_low"}
+    assert robot_camera_map({"top": "cam_low"}, ["top"]) == {"top": "cam_low"}
     with pytest.raises(InputError, match=r"front_close.*give aloha.camera_map="):
         robot_camera_map(None, ["front_close"])
     with pytest.raises(InputError, match="the policy needs"):
-        robot_camera_map(OmegaConf.create({"top": "cam_high"}), four)
+        robot_camera_map({"top": "cam_high"}, four)
