@@ -1,6 +1,6 @@
 """Success against simulated query latency for several execution modes: docs/results.md's table.
 
-act/apps/latency_table.py (``scripts/latency_table.py``) evaluates every (mode, latency) cell in simulated
+act/pipeline/latency_sweep.py (``scripts/latency_table.py``) evaluates every (mode, latency) cell in simulated
 time (a query issued at tick t delivers at t + ceil(latency / 20 ms)) on the same held-out seeds; here,
 each cell's row and the Markdown table: success with its interval, the share of zero-latency success kept,
 held ticks, jerk and the jump at chunk switches.
