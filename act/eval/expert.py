@@ -1,6 +1,6 @@
 """The scripted expert as a policy: it checks the evaluation harness against a known success rate
-(``python scripts/eval.py expert=scripted``). act/apps/rollout.py runs the expert itself over a range of
-seeds (``scripts/scripted_rollout.py``)."""
+(``python scripts/eval.py expert=scripted``). act/eval/expert_rollout.py runs the expert itself over a
+range of seeds (``scripts/scripted_rollout.py``)."""
 
 from __future__ import annotations
 
