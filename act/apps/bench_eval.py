@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from act.apps.adapters.training import policy_module
 from act.bench.eval import measure_harness, measure_policy
@@ -23,7 +23,7 @@ from act.runtime.execution import ExecutionConfig
 def main(cfg: DictConfig) -> dict:
     """The benchmark of configs/bench/eval.yaml; prints and returns its results."""
     size, seed = tuple(cfg.image_size), int(cfg.seed)
-    execution = ExecutionConfig.from_cfg(cfg.execution)
+    execution = ExecutionConfig.from_cfg(OmegaConf.to_container(cfg.execution, resolve=True))
     module = policy_module(cfg.policy, {"camera_names": [cfg.camera], "image_size": list(size)}, pretrained=False)
     results = measure_harness(cfg.task, cfg.camera, size, steps=int(cfg.steps), seed=seed)
     policy_results, precision = measure_policy(

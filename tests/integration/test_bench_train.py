@@ -12,7 +12,9 @@ from helpers import CONFIGS, tiny_overrides
 from hydra import compose, initialize_config_dir
 
 import act.apps.bench_train as bench_app
+import act.bench.train_run as bench_run
 import act.training.module as module_file
+from act.bench.train import Variant
 
 
 def bench_cfg(out, *extra):
@@ -52,15 +54,15 @@ def test_the_speed_table_times_the_step_under_the_flags_that_train(tmp_path, mon
     """On CUDA (faked: the timing itself is replaced) fp32 runs on TF32 tensor cores and cuDNN autotunes, as in
     training with trainer=gpu; timed without them, fp32 looked slower than it trains."""
     seen = []
-    monkeypatch.setattr(bench_app, "resolve_device", lambda device: torch.device("cuda", 0))
-    monkeypatch.setattr(bench_app, "machine", lambda device: {})
-    monkeypatch.setattr(bench_app, "choose_variants", lambda *args: {"32-true": bench_app.Variant("32-true", False)})
-    monkeypatch.setattr(bench_app, "time_inference", lambda *args: {"ms_per_query": 1.0})
+    monkeypatch.setattr(bench_run, "resolve_device", lambda device: torch.device("cuda", 0))
+    monkeypatch.setattr(bench_run, "machine", lambda device: {})
+    monkeypatch.setattr(bench_run, "choose_variants", lambda *args: {"32-true": Variant("32-true", False)})
+    monkeypatch.setattr(bench_run, "time_inference", lambda *args: {"ms_per_query": 1.0})
 
     def time_training(bench, variants, device, build):
         seen.append((torch.get_float32_matmul_precision(), torch.backends.cudnn.benchmark))
         return {}
 
-    monkeypatch.setattr(bench_app, "time_training", time_training)
+    monkeypatch.setattr(bench_run, "time_training", time_training)
     bench_app.main(bench_cfg(tmp_path, "trainer=gpu"))
     assert seen == [("high", True)]

@@ -14,7 +14,7 @@ from helpers import CONFIGS
 from hydra import compose, initialize_config_dir
 
 import act.apps.gpu_check as gpu_check_app
-from act.bench import gpu_check
+from act.bench import gpu_check, gpu_check_run
 from act.runtime.precision import PrecisionChoice
 
 OVERHEAD, FALLBACK_STEP_S = 1.5, 0.05  # settings of the kind configs/bench/gpu_check.yaml holds
@@ -167,7 +167,7 @@ def test_every_stage_keeps_its_share_of_one_command_and_its_figures_are_on_disk(
     get their configured shares (which fit one 540-s command), and every stage's figures, every speed preset's
     as it ends, are in gpu_check.json and gpu_check.md before the next stage starts."""
     now = [0.0]
-    monkeypatch.setattr(gpu_check_app, "Clock", lambda budget: gpu_check.Clock(budget, now=lambda: now[0]))
+    monkeypatch.setattr(gpu_check_run, "Clock", lambda budget: gpu_check.Clock(budget, now=lambda: now[0]))
     monkeypatch.setattr(gpu_check_app, "require_cuda", lambda: "NVIDIA H100")
     limits, on_disk = {}, {}
 
@@ -195,10 +195,10 @@ def test_every_stage_keeps_its_share_of_one_command_and_its_figures_are_on_disk(
         return {"rc": "timeout", "seconds": timeout_s, "log": "p.log", "checkpoint_step": 4200, "last_train_loss": 0.5}
 
     for name, fake in (("speed", fake_speed), ("cuda_tests", fake_tests), ("paper_run", fake_paper)):
-        monkeypatch.setattr(gpu_check_app, name, fake)
+        monkeypatch.setattr(gpu_check_run, name, fake)
     cfg = gpu_check_cfg(f"out_dir={tmp_path}")
     gpu_check_app.main(cfg)
-    assert list(cfg.stages) == ["speed", "cuda_tests", "paper"] and cfg.budget_s <= gpu_check_app.COMMAND_LIMIT_S
+    assert list(cfg.stages) == ["speed", "cuda_tests", "paper"] and cfg.budget_s <= gpu_check_run.COMMAND_LIMIT_S
     assert limits == {"speed": cfg.speed_s, "cuda_tests": cfg.tests_s, "paper": cfg.paper_s}
     assert sum(limits.values()) == now[0] <= cfg.budget_s
     assert on_disk["speed"] == [["paper"], ["paper", "quickstart"], ["four_cameras", "paper", "quickstart"]]
@@ -211,10 +211,10 @@ def test_every_stage_keeps_its_share_of_one_command_and_its_figures_are_on_disk(
 
 def test_stages_that_do_not_fit_one_command_are_refused_in_one_line():
     with pytest.raises(ValueError, match=r"^the stages' shares \(speed 170 \+ cuda_tests 100 \+ paper 400 = 670 s\)"):
-        gpu_check_app.stage_shares(gpu_check_cfg("paper_s=400"))
+        gpu_check_app.gpu_check_settings(gpu_check_cfg("paper_s=400"))
     with pytest.raises(ValueError, match=r"^budget_s=660 is more than one command of a lent GPU may run \(540\)"):
-        gpu_check_app.stage_shares(gpu_check_cfg("budget_s=660"))
-    shares = gpu_check_app.stage_shares(gpu_check_cfg("stages=[paper]", "paper_s=540"))  # make gpu-check-paper
+        gpu_check_app.gpu_check_settings(gpu_check_cfg("budget_s=660"))
+    shares = gpu_check_app.gpu_check_settings(gpu_check_cfg("stages=[paper]", "paper_s=540")).shares  # gpu-check-paper
     assert shares["paper"] == 540
 
 
