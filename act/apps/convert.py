@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -18,32 +17,21 @@ from omegaconf import DictConfig, OmegaConf
 from act.common.errors import InputError
 from act.common.progress import EpisodeBar
 
-if TYPE_CHECKING:  # act.data.convert needs the optional pyarrow and av: imported once src and out are given
-    from act.data.convert import ConvertResult, ConvertSettings
 
-
-def main(cfg: DictConfig) -> ConvertResult:
+def main(cfg: DictConfig):
     """Convert ``cfg.src`` into ``cfg.out`` with a progress bar, then print the notes and one line on what was
-    converted."""
-    settings = _settings(cfg)
-    result = _convert_with_bar(settings)
-    _report(settings, result)
-    return result
-
-
-def _settings(cfg: DictConfig) -> ConvertSettings:
-    """The checked settings; a one-line ``InputError`` without src or out, or without the optional packages."""
+    converted; returns the ``ConvertResult``."""
     missing = [key for key in ("src", "out") if OmegaConf.is_missing(cfg, key)]
     if missing:
         raise InputError(
             f"give {' and '.join(f'{k}=<folder>' for k in missing)}, e.g. "
             "src=datasets/transfer_cube out=datasets/transfer_cube_lerobot to=lerobot"
         )
-    try:  # the optional dependencies, asked for only here
-        from act.data.convert import ConvertSettings
+    try:  # the optional dependencies (pyarrow, av), asked for only once src and out are given
+        from act.data.convert import ConvertSettings, convert
     except ImportError as err:
         raise InputError(f"converting needs pyarrow and av: pip install -e .[lerobot] ({err})") from None
-    return ConvertSettings(
+    settings = ConvertSettings(
         src=Path(hydra.utils.to_absolute_path(cfg.src)),
         out=Path(hydra.utils.to_absolute_path(cfg.out)),
         to=cfg.to,
@@ -53,28 +41,18 @@ def _settings(cfg: DictConfig) -> ConvertSettings:
         data_file_mb=int(cfg.data_file_mb),
         video_file_mb=int(cfg.video_file_mb),
     )
-
-
-def _convert_with_bar(settings: ConvertSettings) -> ConvertResult:
-    """``convert`` with a progress bar of the episodes done, drawn once the source is found sound."""
-    from act.data.convert import convert
-
-    bar: EpisodeBar | None = None
+    bars: list[EpisodeBar] = []  # drawn once the source is found sound
 
     def progress(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = EpisodeBar(total, f"convert -> {settings.to}")
-        bar.show(done)
+        if not bars:
+            bars.append(EpisodeBar(total, f"convert -> {settings.to}"))
+        bars[0].show(done)
 
     try:
-        return convert(settings, progress)
+        result = convert(settings, progress)
     finally:
-        if bar is not None:
+        for bar in bars:
             bar.close()
-
-
-def _report(settings: ConvertSettings, result: ConvertResult) -> None:
     for note in result.notes:
         print(f"warning: {note}", file=sys.stderr)
     images = f", {settings.images}" if settings.to == "lerobot" else ""
@@ -82,3 +60,4 @@ def _report(settings: ConvertSettings, result: ConvertResult) -> None:
         f"{result.episodes} episodes in {result.out} ({settings.to}{images}): {result.kept} kept from an earlier "
         f"run + {result.converted} converted in {result.wall_time_s:.1f} s"
     )
+    return result

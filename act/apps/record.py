@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from act.apps.adapters.experts import expert_from_cfg
 from act.common.errors import InputError
 from act.common.io import unwritable_reason, write_json
-from act.data.record import RecordResult, RecordSettings, rate_note, record_with_bar, recording_summary
+from act.data.record import RecordSettings, rate_note, record_with_bar, recording_summary
 
 # The keys of configs/record_demos.yaml that are ``RecordSettings`` fields as they are (task, out_dir and
 # expert need reading first).
@@ -44,7 +44,12 @@ def main(cfg: DictConfig) -> dict:
         raise InputError(f"out_dir {settings.out_dir} is not writable ({reason}); choose another out_dir=<folder>")
     result = record_with_bar(settings)
     summary = recording_summary(settings, result)
-    _report(settings, result, summary)
+    write_json(Path(HydraConfig.get().runtime.output_dir) / "recording.json", summary)
+    print(
+        f"{settings.task}: {result.kept} kept + {result.recorded} recorded = {settings.num_episodes} episodes in "
+        f"{settings.out_dir} ({result.attempts} seeds tried, {len(result.failures)} failed"
+        f"{rate_note(settings, result)}, {result.wall_time_s:.0f} s)"
+    )
     return summary
 
 
@@ -55,19 +60,5 @@ def settings_from_cfg(cfg: DictConfig) -> RecordSettings:
         key: OmegaConf.to_container(cfg[key], resolve=True) if OmegaConf.is_config(cfg[key]) else cfg[key]
         for key in PLAIN_KEYS
     }  # a list stays a list, a bare word a string: RecordSettings tells them apart
-    return RecordSettings(
-        task=cfg.task.name,
-        out_dir=Path(hydra.utils.to_absolute_path(cfg.out_dir)),
-        expert=expert_from_cfg(cfg.expert),
-        **plain,
-    )
-
-
-def _report(settings: RecordSettings, result: RecordResult, summary: dict) -> None:
-    """``recording.json`` in Hydra's run folder, and one line on what is on disk now."""
-    write_json(Path(HydraConfig.get().runtime.output_dir) / "recording.json", summary)
-    print(
-        f"{settings.task}: {result.kept} kept + {result.recorded} recorded = {settings.num_episodes} episodes in "
-        f"{settings.out_dir} ({result.attempts} seeds tried, {len(result.failures)} failed"
-        f"{rate_note(settings, result)}, {result.wall_time_s:.0f} s)"
-    )
+    out_dir = Path(hydra.utils.to_absolute_path(cfg.out_dir))
+    return RecordSettings(task=cfg.task.name, out_dir=out_dir, expert=expert_from_cfg(cfg.expert), **plain)
