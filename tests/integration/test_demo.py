@@ -273,6 +273,7 @@ PINNED_FILES = {
     "summary.json",
     "train/checkpoints/best-step2-val_l1<x>.ckpt",
     "train/checkpoints/last.ckpt",
+    "train/loop_times.json",
 }
 PINNED_SUMMARY_KEYS = {
     "task",
