@@ -12,21 +12,24 @@ the benchmarks) and for ``ACTPolicy``'s keyword arguments.
 
 ``queue_threshold`` replaces the threshold (asynchronous execution queries earlier to hide latency).
 
-A policy runs as it was trained and evaluated to run (``as_trained``): a checkpoint's training config
-and an export's metadata record the execution settings (``act.runtime.predictors.recorded_execution``),
-and eval.py, run_realtime.py and latency_table.py start from them. Insertion, shipped with whole chunks,
+A policy runs as it was trained and evaluated to run (``trained_execution``, by the rule of ``as_trained``): a
+checkpoint's training config and an export's metadata record the execution settings
+(``act.runtime.predictors.recorded_execution``), and eval.py, run_realtime.py, latency_table.py and export.py
+start from them. Insertion, shipped with whole chunks,
 loses about a third of its successes when ensembled (docs/results/insertion.md, I4).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Mapping, Sequence
 
 from act.common.checks import check_setting, is_integer, is_number
 from act.common.errors import InputError
 from act.runtime.plan import BLENDS
 from act.runtime.precision import PRECISIONS
+from act.runtime.predictors import recorded_execution
 from act.runtime.scheduler import ChunkScheduler, check_threshold
 
 LATENTS = ("zero", "sample")  # the CVAE's z at test time (issue 52)
@@ -171,3 +174,14 @@ def as_trained(
     changed = sorted(k.removeprefix("execution.") for k in given if k.startswith("execution."))
     settings.update({k: trained[k] for k in keys if k in trained and k not in changed})
     return settings, "the training run's" + (f", {', '.join(changed)} from the command line" if changed else "")
+
+
+def trained_execution(
+    configured: Mapping, policy: str | Path | None, given: Sequence[str], keys: Sequence[str] = MODE_KEYS
+) -> tuple[dict, str]:
+    """How the policy file at ``policy`` runs, and where that came from: ``as_trained`` over the execution the file
+    records (``recorded_execution``: a checkpoint's training config, an export's metadata, a LeRobot policy's
+    config); ``configured`` as it is where no file is given. The one rule by which eval.py, run_realtime.py,
+    latency_table.py and export.py run a policy as it was trained (``keys``: ``MODE_KEYS``; eval.py adds
+    ``RUN_KEYS``)."""
+    return as_trained(configured, recorded_execution(policy) if policy else None, given, keys)

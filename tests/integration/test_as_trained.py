@@ -54,15 +54,16 @@ def test_eval_and_the_latency_table_start_from_an_exports_execution(chunked_chec
     from helpers import CONFIGS, eval_cfg
     from hydra import compose, initialize_config_dir
 
-    from act.apps.adapters.evaluation import trained_execution
+    from act.apps.adapters.evaluation import eval_settings
     from act.apps.latency_table import cell_config, trained_base
+    from act.eval.evaluation import evaluation_execution
     from act.model.checkpoint import load_network
     from act.runtime.export import export
 
     net = load_network(chunked_checkpoint)
     exported = export(net, tmp_path / "p.pt", "torchscript", recorded_execution(chunked_checkpoint))
-    cfg, source = trained_execution(eval_cfg(f"ckpt_path={exported}"), [f"ckpt_path={exported}"])
-    assert cfg.execution.temporal_ensemble_coeff is None and source == "the training run's"
+    settings, source = evaluation_execution(eval_settings(eval_cfg(f"ckpt_path={exported}")), ["ckpt_path"])
+    assert settings.execution["temporal_ensemble_coeff"] is None and source == "the training run's"
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         table = compose("latency_table", overrides=[f"ckpt_path={exported}"])
         base, source = trained_base(table)
@@ -70,5 +71,5 @@ def test_eval_and_the_latency_table_start_from_an_exports_execution(chunked_chec
         assert cell_config(table, "sync_chunk", 0, tmp_path).execution.temporal_ensemble_coeff is None
         assert cell_config(table, "async_ensemble", 0, tmp_path).execution.temporal_ensemble_coeff == 0.01
     old = export(net, tmp_path / "old.pt", "torchscript")  # an export that records none
-    cfg, source = trained_execution(eval_cfg(f"ckpt_path={old}"), [f"ckpt_path={old}"])
-    assert cfg.execution.temporal_ensemble_coeff == 0.01 and source == "eval.yaml"
+    settings, source = evaluation_execution(eval_settings(eval_cfg(f"ckpt_path={old}")), ["ckpt_path"])
+    assert settings.execution["temporal_ensemble_coeff"] == 0.01 and source == "eval.yaml"

@@ -13,11 +13,13 @@ import pytest
 import torch
 from helpers import IMAGE, eval_cfg, make_cfg, run_eval
 
-from act.apps.adapters.evaluation import build_spec, trained_execution
+from act.apps.adapters.evaluation import build_spec, eval_settings
+from act.apps.adapters.overrides import override_key
 from act.apps.adapters.training import train
 from act.common.errors import InputError
 from act.envs import make_env
 from act.eval.backends import make_eval_env
+from act.eval.evaluation import evaluation_execution
 from act.eval.expert import ScriptedReplayPolicy
 from act.eval.harness import evaluate_with_bar, latency_ticks
 from act.eval.rollout import EvalSpec, evaluate, run_episodes
@@ -138,26 +140,31 @@ def chunked_checkpoint(tiny_checkpoint, tmp_path):
     return tmp_path / "chunked.ckpt", tmp_path / "old.ckpt"
 
 
+def execution_for(*given: str) -> tuple[dict, str]:
+    """The execution eval.py runs with for the command line ``given``, and where it came from."""
+    settings, source = evaluation_execution(eval_settings(eval_cfg(*given)), [override_key(o) for o in given])
+    return settings.execution, source
+
+
 def test_eval_runs_a_checkpoint_as_its_training_run_chose(chunked_checkpoint):
     # issue 51: eval.py evaluated insertion checkpoints with the paper's ensembling by default, 0.43 held-out where
     # make demo's whole chunks scored 0.70 (docs/results/insertion.md, I4)
     chunked, old = chunked_checkpoint
-    cfg, source = trained_execution(eval_cfg(f"ckpt_path={chunked}"), [f"ckpt_path={chunked}"])
-    assert source == "the training run's" and "retired_setting" not in cfg.execution
-    assert cfg.execution.temporal_ensemble_coeff is None and cfg.execution.n_action_steps is None
+    execution, source = execution_for(f"ckpt_path={chunked}")
+    assert source == "the training run's" and "retired_setting" not in execution
+    assert execution["temporal_ensemble_coeff"] is None and execution["n_action_steps"] is None
     # one setting from the command line, the rest the run's
-    given = [f"ckpt_path={chunked}", "execution.n_action_steps=10"]
-    cfg, source = trained_execution(eval_cfg(*given), given)
+    execution, source = execution_for(f"ckpt_path={chunked}", "execution.n_action_steps=10")
     assert source == "the training run's, n_action_steps from the command line"
-    assert cfg.execution.n_action_steps == 10 and cfg.execution.temporal_ensemble_coeff is None
+    assert execution["n_action_steps"] == 10 and execution["temporal_ensemble_coeff"] is None
     # a mode named on the command line, an old checkpoint, an expert: eval.yaml's (the paper's ensembling)
     for given, expected in (
         ([f"ckpt_path={chunked}", "execution=ensemble"], "command line"),
         ([f"ckpt_path={old}"], "eval.yaml"),
         (["expert=scripted", "task=insertion"], "eval.yaml"),
     ):
-        cfg, source = trained_execution(eval_cfg(*given), given)
-        assert source == expected and cfg.execution.temporal_ensemble_coeff == 0.01, given
+        execution, source = execution_for(*given)
+        assert source == expected and execution["temporal_ensemble_coeff"] == 0.01, given
 
 
 def test_eval_errors_name_the_setting(tmp_path):

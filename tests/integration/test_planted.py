@@ -12,10 +12,10 @@ import pytest
 import torch
 from helpers import IMAGE, run_eval
 
-from act.apps.adapters.evaluation import learned_planted_choice
 from act.common.errors import InputError
 from act.data.record import RecordSettings, record
 from act.envs.human_like import HumanLikeSettings
+from act.eval.evaluation import learned_planted_choice
 from act.model.checkpoint import load_network
 from act.runtime.policy import ACTPolicy
 from act.runtime.predictors import EagerPredictor
