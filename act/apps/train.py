@@ -4,8 +4,9 @@
     python scripts/train.py ckpt_path=outputs/train/.../checkpoints/last.ckpt      # resume exactly
     python scripts/train.py -m policy.kl_weight=1,10,100                            # a sweep
 
-The run itself (checks, data, module, trainer, fit) is ``act.apps.adapters.training.train``, which make demo,
-learning curves and ablations share; this command reports how it ended and gives a sweeper its metric.
+The config becomes typed settings and the parts its ``_target_`` nodes build (``act.apps.adapters.training``); the
+run itself (checks, data, module, trainer, fit) is ``act.training.session.run_training``, which make demo, learning
+curves and ablations share. This command reports how it ended and gives a sweeper its metric.
 """
 
 from __future__ import annotations

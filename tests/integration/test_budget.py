@@ -84,6 +84,7 @@ def test_learning_curve_times_its_steps_where_the_trainer_will_train(mock_gpus, 
     from hydra import compose, initialize_config_dir
 
     from act.apps import curve
+    from act.pipeline import curve as curve_pipeline
 
     mock_gpus((7, 5))  # a T4: 16-mixed
     timed = {}
@@ -92,11 +93,11 @@ def test_learning_curve_times_its_steps_where_the_trainer_will_train(mock_gpus, 
         timed.update(device=str(device), precision=precision)
         return 0.5
 
-    monkeypatch.setattr(curve, "time_training_step", time_training_step)
+    monkeypatch.setattr(curve_pipeline, "time_training_step", time_training_step)
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        cfg = compose(
-            "learning_curve", overrides=["curve.name=t", f"curve.dir={tmp_path}", "trainer=gpu", "curve.train_min=10"]
-        )
-    plan = curve.plan_steps(cfg, tmp_path / "plan.json")
+        # curve.overrides: the command line's, which Hydra fills in when run as a script
+        overrides = ["curve.name=t", f"curve.dir={tmp_path}", "trainer=gpu", "curve.train_min=10", "curve.overrides=[]"]
+        run = curve.curve_run(compose("learning_curve", overrides=overrides))
+    plan = curve_pipeline.plan_steps(run, tmp_path / "plan.json")
     assert timed == {"device": "cuda:0", "precision": "16-mixed"} and plan["timed_on"] == "cuda:0, 16-mixed"
     assert plan["max_steps"] == int(600 / (TRAINER_OVERHEAD * 0.5))

@@ -11,8 +11,9 @@ from hydra.utils import instantiate
 from lightning.pytorch.strategies import DDPStrategy
 from omegaconf import OmegaConf
 
-from act.apps.adapters.training import check_clipping
+from act.apps.adapters.training import training_settings
 from act.training.run import ConfigError
+from act.training.session import check_clipping
 
 
 def test_every_evaluation_shares_one_execution_config():
@@ -52,9 +53,10 @@ def test_gpu_trainers_set_what_a_gpu_needs():
 
 def test_clipping_a_fused_optimizer_under_16_mixed_is_refused_before_training():
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        quickstart = compose("train", overrides=["experiment=cpu_quickstart", "trainer=gpu"])
-        fused = compose("train", overrides=["trainer=gpu", "+policy.optimizer.fused=true"])
+        quickstart = compose("train", overrides=["experiment=cpu_quickstart", "trainer=gpu", "out_dir=unused"])
+        fused = compose("train", overrides=["trainer=gpu", "+policy.optimizer.fused=true", "out_dir=unused"])
     assert quickstart.policy.optimizer.fused and quickstart.policy.clip_grad_norm == 10.0
+    quickstart, fused = training_settings(quickstart), training_settings(fused)
     check_clipping(quickstart, "16-mixed")  # the module clips: in every precision
     check_clipping(fused, "bf16-mixed")  # no gradient scaler: Lightning clips a fused optimiser's gradients
     with pytest.raises(

@@ -14,6 +14,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import act.apps.demo as demo_app
+import act.pipeline.demo as demo_pipeline
+import act.pipeline.demo_plan as demo_plan
 from act.apps.adapters.training import train
 from act.data.episodes import EpisodeIndex
 from act.training.run import ConfigError
@@ -78,19 +80,22 @@ def test_the_plan_times_both_memory_formats_and_keeps_the_faster(monkeypatch, tm
         timed.append(sorted(modules))
         return {layout: {True: 0.2, False: 0.1}[layout] for layout in modules}
 
-    monkeypatch.setattr(demo_app, "time_training_steps", time_training_steps)
+    monkeypatch.setattr(demo_plan, "time_training_steps", time_training_steps)
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("demo", overrides=demo_overrides(tmp_path, "policy.channels_last=auto"))
+        run = demo_app.demo_run(cfg)
     plan = tmp_path / "plan.json"
-    module, step_s, layout = demo_app.time_memory_formats(cfg, "32-true", plan)
+    module, step_s, layout = demo_plan.time_memory_formats(run, "32-true", plan)
     assert timed == [[False, True]] and step_s == 0.1 and cfg.policy.channels_last == "auto"  # cfg left as it is
     assert layout == (False, "policy.channels_last=False (channels-last 200 ms, contiguous 100 ms)")
     assert module.net.model.backbone.conv1.weight.is_contiguous()  # the probe module is the chosen one
     plan.write_text(json.dumps({"max_steps": 10, "why": "fits", "channels_last": True}))  # a rerun keeps its choice
-    _, step_s, layout = demo_app.time_memory_formats(cfg, "32-true", plan)
+    _, step_s, layout = demo_plan.time_memory_formats(run, "32-true", plan)
     assert timed[-1] == [True] and layout[0] is True and step_s == 0.2
     cfg.policy.channels_last = False  # set by the user: timed as given, nothing chosen
-    assert demo_app.time_memory_formats(cfg, "32-true", plan)[2] is None
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        run = demo_app.demo_run(cfg)
+    assert demo_plan.time_memory_formats(run, "32-true", plan)[2] is None
 
 
 @pytest.mark.parametrize(
@@ -200,7 +205,7 @@ def test_the_demo_records_with_the_expert_it_names(monkeypatch, capsys, tmp_path
     def stop(*args):
         raise Recorded
 
-    monkeypatch.setattr(demo_app, "plan_stages", stop)
+    monkeypatch.setattr(demo_pipeline, "plan_stages", stop)
     with pytest.raises(Recorded):
         run_demo(
             monkeypatch, capsys, *demo_overrides(tmp_path, "experiment=cpu_quickstart_human_like", "demo.num_demos=1")
@@ -307,14 +312,15 @@ def test_make_demo_prints_the_same_plan_and_writes_the_same_files(monkeypatch, c
     from act.training.budget import StageEstimate
 
     monkeypatch.setenv("DEMO_START", "1")  # the clock below stands in for the time since `make demo` started
-    monkeypatch.setattr(demo_app, "seconds_since_start", lambda: 2690.0)
+    for module in (demo_plan, demo_pipeline):
+        monkeypatch.setattr(module, "seconds_since_start", lambda: 2690.0)
     monkeypatch.setattr(
-        demo_app,
+        demo_plan,
         "time_training_steps",
         lambda modules, batch_size, precision: {cl: {True: 0.2, False: 0.1}[cl] for cl in modules},
     )
     monkeypatch.setattr(
-        demo_app, "estimate_evaluation", lambda *args: StageEstimate("eval", 30.0, "2 episodes: timed by the test")
+        demo_plan, "estimate_evaluation", lambda *args: StageEstimate("eval", 30.0, "2 episodes: timed by the test")
     )
     extra = ("policy.channels_last=auto", "trainer.precision=32-true", "demo.steps_floor=2", "demo.steps_ceiling=4")
     printed = run_demo(monkeypatch, capsys, *demo_overrides(tmp_path, *extra))

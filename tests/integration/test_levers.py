@@ -12,13 +12,14 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import act.apps.adapters.overrides as overrides
-import act.apps.demo as demo_app
+import act.pipeline.demo_plan as demo_plan
 import act.training.budget as budget
 from act.apps.adapters.training import train
 from act.common.errors import InputError
 from act.model import ACT, ACTConfig
 from act.model.backbone import ResNetBackbone, feature_hw
 from act.model.checkpoint import load_network, read_checkpoint
+from act.pipeline.demo_settings import DemoSettings
 from act.training import marks as marks_module
 from act.training.augment import color_jitter, random_resized_crop, random_shift
 from act.training.budget import TRAINER_OVERHEAD, steps_within
@@ -186,54 +187,47 @@ def test_marks_save_checkpoints_at_minutes_of_training(demos, tmp_path, monkeypa
 
 
 # -- the demo's budget -------------------------------------------------------------------------
-def demo_cfg(**demo):
-    return OmegaConf.create(
-        {
-            "trainer": {"max_steps": 3600},
-            "demo": {"budget_min": 45, "train_min": None, "steps_floor": 1000, "steps_ceiling": 20000, **demo},
-        }
-    )
+def demo_settings(tmp_path, **demo) -> DemoSettings:
+    """The quickstart's budget: 45 minutes, 1000 to 20000 steps."""
+    budget_min = {"budget_min": 45, "train_min": None, "steps_floor": 1000, "steps_ceiling": 20000, **demo}
+    return DemoSettings(dir=tmp_path, num_demos=2, demo_seed=0, record_workers=0, **budget_min)
 
 
 def test_demo_fits_its_steps_to_the_budget(tmp_path, monkeypatch):
-    monkeypatch.setattr(demo_app, "explicit_overrides", lambda: [])
-    monkeypatch.setattr(demo_app, "seconds_since_start", lambda: 600.0)  # 10 minutes spent recording
-    cfg = demo_cfg()
-    plan = demo_app.choose_steps(cfg, cfg.demo, step_s=0.3, eval_s=120.0, plan_path=tmp_path / "plan.json")
+    monkeypatch.setattr(demo_plan, "seconds_since_start", lambda: 600.0)  # 10 minutes spent recording
+    demo = demo_settings(tmp_path)
+    plan = demo_plan.choose_steps(demo, 3600, False, step_s=0.3, eval_s=120.0, plan_path=tmp_path / "plan.json")
     train_s = 45 * 60 - 600 - 120 - budget.END_MARGIN_S
     assert plan["max_steps"] == steps_within(train_s, 0.3) == int(train_s / (TRAINER_OVERHEAD * 0.3))
     assert "demo.budget_min=45" in plan["why"]
     # A rerun keeps the schedule it started with, whatever the clock says now.
-    monkeypatch.setattr(demo_app, "seconds_since_start", lambda: 2000.0)
-    again = demo_app.choose_steps(cfg, cfg.demo, 0.5, 120.0, tmp_path / "plan.json")
+    monkeypatch.setattr(demo_plan, "seconds_since_start", lambda: 2000.0)
+    again = demo_plan.choose_steps(demo, 3600, False, 0.5, 120.0, tmp_path / "plan.json")
     assert again["max_steps"] == plan["max_steps"] and "kept from" in again["why"]
 
 
-def test_demo_train_min_floor_ceiling_and_explicit_steps(tmp_path, monkeypatch):
-    monkeypatch.setattr(demo_app, "explicit_overrides", lambda: [])
-    cfg = demo_cfg(train_min=10)
-    plan = demo_app.choose_steps(cfg, cfg.demo, 0.25, 60.0, tmp_path / "a.json")
+def test_demo_train_min_floor_ceiling_and_explicit_steps(tmp_path):
+    demo = demo_settings(tmp_path, train_min=10)
+    plan = demo_plan.choose_steps(demo, 3600, False, 0.25, 60.0, tmp_path / "a.json")
     assert plan["max_steps"] == steps_within(600, 0.25) and "demo.train_min=10" in plan["why"]
-    slow = demo_app.choose_steps(cfg, cfg.demo, 5.0, 60.0, tmp_path / "b.json")
+    slow = demo_plan.choose_steps(demo, 3600, False, 5.0, 60.0, tmp_path / "b.json")
     assert slow["max_steps"] == 1000 and "clamped to demo.steps_floor=1000" in slow["why"]
-    fast = demo_app.choose_steps(cfg, cfg.demo, 0.001, 60.0, tmp_path / "c.json")
+    fast = demo_plan.choose_steps(demo, 3600, False, 0.001, 60.0, tmp_path / "c.json")
     assert fast["max_steps"] == 20000 and "steps_ceiling" in fast["why"]
-    monkeypatch.setattr(demo_app, "explicit_overrides", lambda: ["trainer.max_steps=123"])
-    cfg.trainer.max_steps = 123
-    assert demo_app.choose_steps(cfg, cfg.demo, 0.25, 60.0, tmp_path / "d.json")["max_steps"] == 123
+    # trainer.max_steps=123 on the command line
+    assert demo_plan.choose_steps(demo, 123, True, 0.25, 60.0, tmp_path / "d.json")["max_steps"] == 123
 
 
 def test_the_demo_re_plans_only_a_plan_it_just_fitted_to_a_budget(tmp_path, monkeypatch):
-    monkeypatch.setattr(demo_app, "explicit_overrides", lambda: [])
-    monkeypatch.setattr(demo_app, "seconds_since_start", lambda: 600.0)
-    cfg = demo_cfg()
-    plan = demo_app.choose_steps(cfg, cfg.demo, step_s=0.3, eval_s=120.0, plan_path=tmp_path / "plan.json")
+    monkeypatch.setattr(demo_plan, "seconds_since_start", lambda: 600.0)
+    demo = demo_settings(tmp_path)
+    plan = demo_plan.choose_steps(demo, 3600, False, step_s=0.3, eval_s=120.0, plan_path=tmp_path / "plan.json")
     refit = budget.fit_to_budget(plan, 0, tmp_path / "plan.json")
     assert isinstance(refit, FitToBudget) and refit.floor == 1000
     assert refit.deadline == pytest.approx(plan["deadline"]) and refit.ceiling == 20000
     assert refit.every == max(plan["max_steps"] // budget.FIT_LOOKS, 50)  # it looks again as it goes
     assert budget.fit_to_budget(plan, 500, tmp_path / "plan.json") is None  # resumed past the timed steps
-    kept = demo_app.choose_steps(cfg, cfg.demo, 0.3, 120.0, tmp_path / "plan.json")
+    kept = demo_plan.choose_steps(demo, 3600, False, 0.3, 120.0, tmp_path / "plan.json")
     assert budget.fit_to_budget(kept, 0, tmp_path / "plan.json") is None  # its deadline has passed
     assert budget.fit_to_budget({"max_steps": 50, "why": "given"}, 0, tmp_path / "plan.json") is None
 

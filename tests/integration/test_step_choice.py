@@ -1,4 +1,4 @@
-"""How a run on one GPU chooses its step by timing (act/apps/adapters/training.py, act/training/step_choice.py),
+"""How a run on one GPU chooses its step by timing (act/training/session.py, act/training/step_choice.py),
 checked on this CPU: the decisions are made as on ``cuda:0`` (the device they ask about is faked) while the run
 itself trains here, and the timing is a fake that answers as told and records the flags it ran under.
 
@@ -20,8 +20,8 @@ import pytest
 import torch
 from helpers import ROOT, make_cfg
 
-import act.apps.adapters.training as adapters
-from act.apps.adapters.training import check_step_settings, train
+import act.training.session as session
+from act.apps.adapters.training import train, training_settings
 from act.common.lock import FolderInUseError
 from act.training.run import ConfigError
 from act.training.step_choice import StepChoice, choice_name
@@ -38,8 +38,8 @@ def flags_now() -> tuple:
 @pytest.fixture
 def one_gpu(monkeypatch):
     """Decisions made as on one CUDA GPU with native bf16; the global flags a run sets put back afterwards."""
-    monkeypatch.setattr(adapters, "trainer_device", lambda accelerator, devices: torch.device("cuda", 0))
-    monkeypatch.setattr(adapters, "probe_bf16", lambda key: SimpleNamespace(native=True))
+    monkeypatch.setattr(session, "trainer_device", lambda accelerator, devices: torch.device("cuda", 0))
+    monkeypatch.setattr(session, "probe_bf16", lambda key: SimpleNamespace(native=True))
     before = flags_now(), torch.is_deterministic_algorithms_warn_only_enabled()
     yield
     (matmul, benchmark, deterministic), warn_only = before
@@ -86,7 +86,7 @@ class Seen(L.Callback):
     ],
 )
 def test_the_cheap_checks_come_before_the_step_is_timed(demos, tmp_path, one_gpu, monkeypatch, extra, message):
-    monkeypatch.setattr(adapters, "choose_by_timing", FakeTiming())
+    monkeypatch.setattr(session, "choose_by_timing", FakeTiming())
     (tmp_path / "blocker").write_text("a file where the run folder's parent should be")
     extra = [e.replace("BLOCKED", str(tmp_path / "blocker")) for e in extra]
     with pytest.raises(ConfigError, match=message):
@@ -94,7 +94,7 @@ def test_the_cheap_checks_come_before_the_step_is_timed(demos, tmp_path, one_gpu
 
 
 def test_a_locked_run_folder_is_refused_before_the_step_is_timed(demos, tmp_path, one_gpu, monkeypatch):
-    monkeypatch.setattr(adapters, "choose_by_timing", FakeTiming())
+    monkeypatch.setattr(session, "choose_by_timing", FakeTiming())
     run = tmp_path / "run"
     hold = "import sys\nfrom act.common.lock import folder_lock\nwith folder_lock(sys.argv[1], 'a run', 'wait'):\n"
     hold += "    print('held', flush=True)\n    sys.stdin.readline()\n"
@@ -112,7 +112,7 @@ def test_a_locked_run_folder_is_refused_before_the_step_is_timed(demos, tmp_path
 
 def test_the_step_is_timed_under_the_flags_it_trains_with(demos, tmp_path, one_gpu, monkeypatch):
     timing = FakeTiming(("32-true", False))
-    monkeypatch.setattr(adapters, "choose_by_timing", timing)
+    monkeypatch.setattr(session, "choose_by_timing", timing)
     seen = Seen()
     train(make_cfg(demos, tmp_path / "run", "trainer.max_steps=1", "+trainer.benchmark=true"), callbacks=[seen])
     # TF32 matmuls (the run trains on CUDA) and cuDNN's autotuner, as the trainer runs the step
@@ -124,7 +124,7 @@ def test_a_resumed_run_trains_the_step_its_first_run_chose(demos, tmp_path, one_
     """The timing answers fp32 the first time and bf16 the second, as noise can: the resumed run keeps fp32 and
     eager, from its checkpoint, and does not time again."""
     timing = FakeTiming(("32-true", False), ("bf16-mixed", False))
-    monkeypatch.setattr(adapters, "choose_by_timing", timing)
+    monkeypatch.setattr(session, "choose_by_timing", timing)
     run, first, resumed = tmp_path / "run", Seen(), Seen()
     train(make_cfg(demos, run, "trainer.max_steps=2"), callbacks=[first])
     checkpoint = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)
@@ -138,30 +138,32 @@ def test_a_resumed_run_trains_the_step_its_first_run_chose(demos, tmp_path, one_
 def test_a_setting_given_on_resume_wins_over_the_saved_choice(monkeypatch, one_gpu):
     cfg = make_cfg("unused", "unused", "trainer.precision=bf16-mixed")
     saved = {"precision": "32-true", "compiled": True, "reason": "timed", "timings": {"32-true/compiled": 0.01}}
-    monkeypatch.setattr(adapters, "choose_by_timing", FakeTiming())
-    choice = adapters.choose_step(cfg, saved)
+    monkeypatch.setattr(session, "choose_by_timing", FakeTiming())
+    choice = session.choose_step(training_settings(cfg), None, saved)
     assert (choice.precision, choice.compiled) == ("bf16-mixed", True)
     assert choice.reason == "timed"
 
 
 @pytest.mark.parametrize("precision", ["bf16-true", "16-true", "64-true"])
 def test_a_precision_the_timing_cannot_run_is_refused_in_one_line(demos, tmp_path, one_gpu, monkeypatch, precision):
-    monkeypatch.setattr(adapters, "choose_by_timing", FakeTiming())
+    monkeypatch.setattr(session, "choose_by_timing", FakeTiming())
     with pytest.raises(ConfigError, match=rf"^policy.compile=auto times .* trainer.precision={precision} cannot be"):
         train(make_cfg(demos, tmp_path / "run", f"trainer.precision={precision}"))
     for setting in ("true", "false"):  # explicit: nothing is timed, nothing refused
-        check_step_settings(
-            make_cfg(demos, "unused", f"trainer.precision={precision}", f"policy.compile={setting}"),
+        session.check_step_settings(
+            training_settings(make_cfg(demos, "unused", f"trainer.precision={precision}", f"policy.compile={setting}")),
             torch.device("cuda", 0),
         )
 
 
 def test_gradient_accumulation_with_cuda_graphs_is_refused_in_one_line(demos, tmp_path, one_gpu, monkeypatch):
-    monkeypatch.setattr(adapters, "choose_by_timing", FakeTiming())
+    monkeypatch.setattr(session, "choose_by_timing", FakeTiming())
     with pytest.raises(
         ConfigError, match=r"^trainer.accumulate_grad_batches=2 cannot add up gradients .* policy.compile=auto"
     ):
         train(make_cfg(demos, tmp_path / "run", "+trainer.accumulate_grad_batches=2"))
     accumulate = make_cfg(demos, "unused", "+trainer.accumulate_grad_batches=2", "policy.compile=false")
-    check_step_settings(accumulate, torch.device("cuda", 0))  # eager accumulates
-    check_step_settings(make_cfg(demos, "unused", "+trainer.accumulate_grad_batches=2"), torch.device("cpu"))
+    session.check_step_settings(training_settings(accumulate), torch.device("cuda", 0))  # eager accumulates
+    session.check_step_settings(
+        training_settings(make_cfg(demos, "unused", "+trainer.accumulate_grad_batches=2")), torch.device("cpu")
+    )

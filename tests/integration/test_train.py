@@ -325,9 +325,11 @@ def test_explicit_bf16_on_a_cpu_without_it_warns_before_training(demos, tmp_path
         train(make_cfg(demos, tmp_path / "run", "trainer.precision=bf16-mixed", "trainer.max_steps=0"))
     monkeypatch.setattr(P, "probe_bf16", lambda device_type="cpu": slow)
     cfg = make_cfg(demos, tmp_path / "auto", "trainer.max_steps=1")
-    from act.apps.adapters.training import build_trainer, choose_step
+    from act.apps.adapters.training import training_parts, training_settings
+    from act.training.session import build_trainer, choose_step
 
-    step = choose_step(cfg)
-    trainer = build_trainer(cfg, step.precision)
+    settings, parts = training_settings(cfg), training_parts(cfg)
+    step = choose_step(settings, lambda: None)
+    trainer = build_trainer(settings, parts, step.precision)
     assert step.precision == "32-true" and step.compiled == "auto" and "32" in str(trainer.precision)
     assert "training precision: 32-true (auto: bf16 is not native" in capsys.readouterr().out

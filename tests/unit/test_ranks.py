@@ -13,6 +13,8 @@ from lightning.pytorch.utilities import rank_zero_only
 
 import act.apps.curve as curve_app
 import act.apps.demo as demo_app
+import act.pipeline.curve as curve_pipeline
+import act.pipeline.demo as demo_pipeline
 from act.common.errors import InputError
 from act.data.datamodule import ACTDataModule, auto_workers
 from act.training import run
@@ -91,12 +93,12 @@ def test_a_failed_evaluation_on_rank_zero_stops_every_rank_after_the_broadcast(m
 def test_after_ddp_training_only_rank_zero_evaluates_the_demo(monkeypatch, tmp_path):
     monkeypatch.setattr(rank_zero_only, "rank", 1)
     monkeypatch.setattr(
-        demo_app,
+        demo_pipeline,
         "record_with_bar",
         lambda settings, wait=False: SimpleNamespace(kept=2, recorded=0, expert_success_rate=None),
     )
-    monkeypatch.setattr(demo_app, "train", lambda cfg, callbacks=(): {})  # every rank returns from training
-    monkeypatch.setattr(demo_app, "evaluate_and_save", no_evaluation)
+    monkeypatch.setattr(demo_pipeline, "run_training", lambda settings, parts, callbacks=(): {})  # every rank returns
+    monkeypatch.setattr(demo_pipeline, "save_evaluation", no_evaluation)
     monkeypatch.setattr(demo_app, "explicit_overrides", lambda: ["trainer.max_steps=4"])
     overrides = demo_overrides(tmp_path, "trainer.max_steps=4", "trainer.accelerator=gpu")  # no CPU timing
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
@@ -106,8 +108,8 @@ def test_after_ddp_training_only_rank_zero_evaluates_the_demo(monkeypatch, tmp_p
 
 def test_after_ddp_training_only_rank_zero_scores_the_learning_curve(monkeypatch, tmp_path):
     monkeypatch.setattr(rank_zero_only, "rank", 1)
-    monkeypatch.setattr(curve_app, "train", lambda cfg, callbacks=(): {})
-    monkeypatch.setattr(curve_app, "evaluate_and_save", no_evaluation)
+    monkeypatch.setattr(curve_pipeline, "run_training", lambda settings, parts, callbacks=(): {})
+    monkeypatch.setattr(curve_pipeline, "save_evaluation", no_evaluation)
     (tmp_path / "data").mkdir()
     overrides = [
         *tiny_overrides(tmp_path / "data", tmp_path / "run"),
@@ -117,9 +119,8 @@ def test_after_ddp_training_only_rank_zero_scores_the_learning_curve(monkeypatch
         "curve.max_steps=2",
         "curve.overrides=[]",
     ]
-    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        cfg = compose("learning_curve", overrides=overrides)
-    assert curve_app.main(cfg) == {}
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):  # the curve composes its evaluation
+        assert curve_app.main(compose("learning_curve", overrides=overrides)) == {}
     assert not (tmp_path / "curves" / "tiny" / "curve.json").exists()
 
 
