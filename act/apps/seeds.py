@@ -3,7 +3,7 @@
     python scripts/seeds.py seeds=[0,1,2] dir=outputs/seeds -- experiment=paper task=insertion trainer=gpu
 
 Seed s runs ``scripts/demo.py seed=s demo.dir=<dir>/seed<s> <overrides>`` in its own process
-(act/pipeline/seeds.py): the same demonstrations and held-out evaluation seeds, a different
+(``act.pipeline.seeds.run_seeds``): the same demonstrations and held-out evaluation seeds, a different
 initialisation and sample stream. Each run resumes where it stopped, so rerunning after an
 interruption finishes the set. Reads its own arguments, not a Hydra config: everything after ``--``
 goes to demo.py unchanged.
@@ -11,26 +11,18 @@ goes to demo.py unchanged.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from act.common.errors import InputError
-from act.common.io import write_json
-from act.pipeline.seeds import run_demo, spread
+from act.pipeline.seeds import run_seeds
 
 
 def main(argv: list[str]) -> dict:
     """Each seed's demo run in turn (each resumes), then the table and ``<dir>/seeds.json``; returns the
     spread. A failed seed raises ``RunError`` with the demo's exit code."""
     seeds, folder, demo_args = parse(argv)
-    summaries = {}
-    for i, seed in enumerate(seeds):
-        run_dir = folder / f"seed{seed}"
-        print(f"=== seed {seed} ({i + 1}/{len(seeds)}) -> {run_dir}", flush=True)
-        summaries[seed] = run_demo(seed, run_dir, demo_args, f"seed {seed}")
-    result = spread(summaries)
-    write_json(folder / "seeds.json", result)
-    print_spread(summaries, result, folder / "seeds.json")
-    return result
+    return run_seeds(seeds, folder, demo_args, functools.partial(print, flush=True))
 
 
 def parse(argv: list[str]) -> tuple[list[int], Path, list[str]]:
@@ -54,21 +46,3 @@ def parse(argv: list[str]) -> tuple[list[int], Path, list[str]]:
         if arg.startswith(("seed=", "demo.dir=")):
             raise InputError(f"{arg.split('=')[0]} is set per run by seeds.py; use seeds=[..] and dir=...")
     return seeds, folder, demo_args
-
-
-def print_spread(summaries: dict[int, dict], result: dict, path: Path) -> None:
-    """Each seed's success with its interval, stage rates and training time; the mean and range over seeds."""
-    print("\n" + "=" * 100)
-    for seed, s in sorted(summaries.items()):
-        low, high = s["success_rate_ci95"]
-        stages = " ".join(f">={k}:{v:.2f}" for k, v in s["stage_rates"].items())
-        print(
-            f"seed {seed}: {s['successes']}/{s['num_episodes']} = {s['success_rate']:.2f} "
-            f"(95% CI {low:.2f}-{high:.2f}) | {stages} | train {s['wall_time_s']['train'] / 60:.1f} min"
-        )
-    print(
-        f"success over {len(summaries)} training seeds: mean {result['mean']:.2f}, range "
-        f"{result['min']:.2f}-{result['max']:.2f} | {path}"
-    )
-    print("stage rates, mean over seeds: " + " ".join(f">={k}:{v:.2f}" for k, v in result["stage_means"].items()))
-    print("=" * 100)

@@ -1,6 +1,6 @@
 """One experiment over several training seeds (act/apps/seeds.py, ``scripts/seeds.py``): each seed's
-``scripts/demo.py`` run in its own process, and the spread of their success. Ablations
-(act/apps/ablate.py) run their training runs the same way.
+``scripts/demo.py`` run in its own process (``run_seeds``), and the spread of their success. Ablations
+(act/pipeline/ablation_runs.py) run their training runs the same way.
 """
 
 from __future__ import annotations
@@ -10,10 +10,44 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 from act.common.errors import RunError
+from act.common.io import write_json
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: scripts/demo.py runs each seed
+
+
+def run_seeds(seeds: list[int], folder: Path, demo_args: list[str], report: Callable[[str], None]) -> dict:
+    """Each seed's demo run in turn, in ``<folder>/seed<s>`` (each resumes), then the table and
+    ``<folder>/seeds.json``; returns the spread. A failed seed raises ``RunError`` with the demo's exit code."""
+    summaries = {}
+    for i, seed in enumerate(seeds):
+        run_dir = folder / f"seed{seed}"
+        report(f"=== seed {seed} ({i + 1}/{len(seeds)}) -> {run_dir}")
+        summaries[seed] = run_demo(seed, run_dir, demo_args, f"seed {seed}")
+    result = spread(summaries)
+    write_json(folder / "seeds.json", result)
+    report_spread(summaries, result, folder / "seeds.json", report)
+    return result
+
+
+def report_spread(summaries: dict[int, dict], result: dict, path: Path, report: Callable[[str], None]) -> None:
+    """Each seed's success with its interval, stage rates and training time; the mean and range over seeds."""
+    report("\n" + "=" * 100)
+    for seed, s in sorted(summaries.items()):
+        low, high = s["success_rate_ci95"]
+        stages = " ".join(f">={k}:{v:.2f}" for k, v in s["stage_rates"].items())
+        report(
+            f"seed {seed}: {s['successes']}/{s['num_episodes']} = {s['success_rate']:.2f} "
+            f"(95% CI {low:.2f}-{high:.2f}) | {stages} | train {s['wall_time_s']['train'] / 60:.1f} min"
+        )
+    report(
+        f"success over {len(summaries)} training seeds: mean {result['mean']:.2f}, range "
+        f"{result['min']:.2f}-{result['max']:.2f} | {path}"
+    )
+    report("stage rates, mean over seeds: " + " ".join(f">={k}:{v:.2f}" for k, v in result["stage_means"].items()))
+    report("=" * 100)
 
 
 def spread(summaries: dict[int, dict]) -> dict:

@@ -13,6 +13,7 @@ from omegaconf import open_dict
 import act.apps.ablate as ablate
 import act.apps.demo as demo_app
 import act.pipeline.ablation as ablation
+import act.pipeline.ablation_runs as ablation_runs
 import act.pipeline.ablation_table as ablation_table
 from act.common.errors import InputError, MissingFileError
 
@@ -190,7 +191,7 @@ def test_a_training_ablation_runs_every_variant_then_resumes_without_retraining(
         calls.append(name)
         return demo_app.main(compose("demo", overrides=overrides))
 
-    monkeypatch.setattr(ablate, "run_demo", demo_in_process)
+    monkeypatch.setattr(ablation_runs, "run_demo", demo_in_process)
     out = tmp_path / "ablation"
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         table = ablate.main(tiny_ablation(demos, tmp_path))
