@@ -333,3 +333,65 @@ def test_explicit_bf16_on_a_cpu_without_it_warns_before_training(demos, tmp_path
     trainer = build_trainer(settings, parts, step.precision)
     assert step.precision == "32-true" and step.compiled == "auto" and "32" in str(trainer.precision)
     assert "training precision: 32-true (auto: bf16 is not native" in capsys.readouterr().out
+
+
+def test_a_run_trains_from_python_with_settings_and_parts_no_hydra(demos, tmp_path):
+    """``run_training`` takes typed settings and the parts built by plain constructors (issue 69): the run folder
+    is locked, a workflow's chosen steps are trained and recorded in the checkpoint with the config."""
+    import functools
+
+    import lightning as L
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    from act.data.datamodule import ACTDataModule
+    from act.training.session import run_training
+    from act.training.settings import TrainingParts, TrainSettings
+
+    out = tmp_path / "run"
+    model = dict(
+        state_dim=14, action_dim=14, chunk_size=10, hidden_dim=32, ff_dim=64, heads=2, enc_layers=1, dec_layers=1,
+        vae_enc_layers=1, latent_dim=4, backbone_layer=3, backbone_weights=None, backbone_norm="group_norm",
+    )  # fmt: skip
+    settings = TrainSettings(
+        out_dir=str(out),
+        seed=0,
+        max_steps=100,
+        task="transfer_cube",
+        cameras=("top",),
+        image_size=(IMAGE, IMAGE),
+        render_quality="fast",
+        dataset_dir=str(demos),
+        data_cameras=("top",),
+        val_fraction=0.2,
+        batch_size=4,
+        model=model,
+        precision="32-true",
+    )
+
+    def policy(deployment, pretrained=True, channels_last="auto"):
+        adam = functools.partial(torch.optim.AdamW, lr=3e-4)
+        return ACTLitModule(model, optimizer=adam, deployment=deployment, channels_last=channels_last)
+
+    def trainer(precision, max_steps, callbacks, plugins):
+        return L.Trainer(
+            accelerator="cpu", devices=1, precision=precision, max_steps=max_steps, callbacks=callbacks,
+            plugins=plugins, logger=False, enable_progress_bar=False, enable_model_summary=False,
+            limit_val_batches=1, val_check_interval=2, num_sanity_val_steps=0,
+        )  # fmt: skip
+
+    parts = TrainingParts(
+        datamodule=lambda: ACTDataModule(str(demos), ["top"], chunk_size=10, batch_size=4, num_workers=0),
+        policy=policy,
+        trainer=trainer,
+        callbacks=lambda: [ModelCheckpoint(dirpath=str(out / "checkpoints"), save_last=True)],
+        config=lambda: {"trainer": {"max_steps": 100}, "note": "a Python run"},
+    )
+    metrics = run_training(settings.chosen(2, channels_last=False), parts)
+    saved = torch.load(out / "checkpoints" / "last.ckpt", weights_only=False)
+    assert saved["global_step"] == 2 and np.isfinite(metrics["train/loss"])
+    assert saved["hyper_parameters"]["train_config"] == {
+        "trainer": {"max_steps": 2},
+        "note": "a Python run",
+        "policy": {"channels_last": False},
+    }
+    assert saved["hyper_parameters"]["channels_last"] is False
