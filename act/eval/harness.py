@@ -1,7 +1,7 @@
 """The evaluation harness's pieces that need no config: the latency settings checked and turned into
 ticks, a policy's query time measured, the episodes run with a progress bar, a finished evaluation found
-again, the one-line summary and the wandb log. act/apps/adapters/evaluation.py builds an evaluation from
-configs/eval.yaml with them (for scripts/eval.py and every command that evaluates)."""
+again, the one-line summary and the wandb log. act/eval/evaluation.py runs an evaluation from its settings
+with them (for scripts/eval.py and every command that evaluates)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The parts of a training run that need no config (``act.apps.train`` builds the run from its Hydra
-config and calls these): the run's error, rank zero, the checks made before fitting, resuming, fitting
+"""The parts of a training run that need no settings (``act.training.session.run_training`` runs it from its
+typed settings and calls these): the run's error, rank zero, the checks made before fitting, resuming, fitting
 and the metrics it ends with.
 """
 
