@@ -12,7 +12,8 @@ import numpy as np
 import torch
 from hydra import compose, initialize_config_dir
 
-from act.apps.adapters.evaluation import build_spec, evaluate_and_save
+from act.apps.adapters.evaluation import eval_settings
+from act.eval.evaluation import evaluation_spec, save_evaluation
 from act.eval.harness import summary_line
 from act.model import ACT, ACTConfig
 from act.model.spec import PolicySpec
@@ -66,8 +67,8 @@ def eval_cfg(*overrides: str):
 
 def run_eval(*overrides: str) -> tuple[dict, str]:
     """What ``scripts/eval.py <overrides>`` does, in this process: the metrics it writes and the line it prints."""
-    cfg = eval_cfg(*overrides)
-    metrics, _ = evaluate_and_save(cfg, *build_spec(cfg))
+    settings = eval_settings(eval_cfg(*overrides))
+    metrics, _ = save_evaluation(settings, *evaluation_spec(settings, print))
     return metrics, summary_line(metrics)
 
 

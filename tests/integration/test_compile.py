@@ -65,7 +65,8 @@ def test_a_compiled_run_equals_the_eager_one(demos, tiny_checkpoint, tmp_path, m
 def test_a_gpus_step_is_chosen_by_timing_and_a_failed_compile_trains_eagerly(demos, monkeypatch):
     """choose_by_timing (trainer.precision=auto, policy.compile=auto on one GPU) times each variant on the run's
     own network; one whose compilation fails is left out with its error, and the run trains eagerly."""
-    from act.apps.adapters.training import build_probe_module
+    from act.apps.adapters.training import training_parts, training_settings
+    from act.training.session import probe_module
     from act.training.step_choice import choose_by_timing
 
     def broken(fn, device):
@@ -76,7 +77,14 @@ def test_a_gpus_step_is_chosen_by_timing_and_a_failed_compile_trains_eagerly(dem
 
     monkeypatch.setattr(module_file, "compiled", broken)
     cfg = make_cfg(demos, "unused")
-    choice = choose_by_timing(lambda: build_probe_module(cfg), 2, ["32-true"], [False, True], torch.device("cpu"), 2)
+    choice = choose_by_timing(
+        lambda: probe_module(training_settings(cfg), training_parts(cfg)),
+        2,
+        ["32-true"],
+        [False, True],
+        torch.device("cpu"),
+        2,
+    )
     assert (choice.precision, choice.compiled, choice.name) == ("32-true", False, "32-true")
     assert set(choice.timings) == {"32-true"} and choice.timings["32-true"] > 0
     assert "32-true/compiled failed (RuntimeError: inductor: no C++ compiler found)" in choice.reason
@@ -116,7 +124,8 @@ def test_inductor_compiled_training_agrees_with_eager_and_resumes_exactly(demos,
 def test_a_step_whose_graph_capture_fails_is_left_out_and_the_run_trains_eagerly(demos, monkeypatch):
     """Under CUDA graphs the first compiled call compiles and runs warm, the second records the graph: a
     recording that fails there is caught as a failed compile is, not left to abort the timing or the run."""
-    from act.apps.adapters.training import build_probe_module
+    from act.apps.adapters.training import training_parts, training_settings
+    from act.training.session import probe_module
     from act.training.step_choice import choose_by_timing
 
     def captured_on_second_call(fn, device):
@@ -132,6 +141,13 @@ def test_a_step_whose_graph_capture_fails_is_left_out_and_the_run_trains_eagerly
 
     monkeypatch.setattr(module_file, "compiled", captured_on_second_call)
     cfg = make_cfg(demos, "unused")
-    choice = choose_by_timing(lambda: build_probe_module(cfg), 2, ["32-true"], [False, True], torch.device("cpu"), 2)
+    choice = choose_by_timing(
+        lambda: probe_module(training_settings(cfg), training_parts(cfg)),
+        2,
+        ["32-true"],
+        [False, True],
+        torch.device("cpu"),
+        2,
+    )
     assert (choice.precision, choice.compiled) == ("32-true", False) and set(choice.timings) == {"32-true"}
     assert "32-true/compiled failed (RuntimeError: CUDA graph capture failed" in choice.reason

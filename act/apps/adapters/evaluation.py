@@ -1,12 +1,11 @@
 """An evaluation's Hydra config (configs/eval.yaml) as the library takes it: ``eval_settings`` types it
-(``act.eval.settings.EvalSettings``), ``build_spec`` and ``evaluate_and_save`` run ``act.eval.evaluation`` on it, and
+(``act.eval.settings.EvalSettings``), ``build_spec`` builds ``act.eval.evaluation``'s spec of it, and
 ``eval_config`` composes configs/eval.yaml for a workflow's evaluation (make demo, a learning curve, an ablation,
 the latency table).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Mapping, Sequence
 
 import hydra
@@ -14,11 +13,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from act.apps.adapters.experts import expert_from_cfg
 from act.common.errors import InputError
-from act.eval.evaluation import checkpoint_path, evaluation_spec, save_evaluation
+from act.eval.evaluation import checkpoint_path, evaluation_spec
 from act.eval.rollout import EvalSpec
 from act.eval.settings import EvalSettings
 
-__all__ = ["build_spec", "checkpoint_path", "eval_config", "eval_settings", "evaluate_and_save"]
+__all__ = ["build_spec", "checkpoint_path", "eval_config", "eval_settings"]
 
 
 def eval_settings(cfg: DictConfig) -> EvalSettings:
@@ -52,12 +51,6 @@ def build_spec(cfg: DictConfig) -> tuple[EvalSpec, dict]:
     """The evaluation spec and a description of the policy, with every input checked (the settings before
     any policy or environment is built)."""
     return evaluation_spec(eval_settings(cfg), print)
-
-
-def evaluate_and_save(cfg: DictConfig, spec: EvalSpec, described: dict) -> tuple[dict, Path]:
-    """Run ``spec``; write ``<cfg.out_dir>/metrics.json`` and log to wandb if ``cfg.logger.wandb``. Returns the
-    metrics and their path."""
-    return save_evaluation(eval_settings(cfg), spec, described)
 
 
 def eval_config(

@@ -15,7 +15,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from act.training.run import ConfigError
-from act.training.session import probe_module, run_training
+from act.training.session import run_training
 from act.training.settings import TrainingParts, TrainSettings
 
 
@@ -87,12 +87,6 @@ def training_parts(cfg: DictConfig) -> TrainingParts:
         return OmegaConf.to_container(cfg, resolve=True)
 
     return TrainingParts(datamodule=datamodule, policy=policy, trainer=trainer, callbacks=callbacks, config=config)
-
-
-def build_probe_module(cfg: DictConfig, channels_last: Any = None) -> L.LightningModule:
-    """An untrained module shaped as ``cfg`` says (task cameras and image size, no dataset; ``channels_last`` over
-    ``policy.channels_last`` where given): for timing steps and queries before the data exists."""
-    return probe_module(training_settings(cfg), training_parts(cfg), channels_last)
 
 
 def policy_module(policy_cfg: DictConfig, deployment: dict, pretrained: bool = True) -> L.LightningModule:
