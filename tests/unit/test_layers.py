@@ -115,3 +115,15 @@ def test_no_function_of_the_library_is_longer_than_80_lines():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 80
     ]
     assert not long, "split these:\n" + "\n".join(long)
+
+
+APPS_MOST_LINES, APP_MOST_LINES = 2000, 150
+
+
+def test_the_commands_stay_adapters():
+    """Issue 69: act/apps turns Hydra configs into typed settings and calls the library; the workflows live below
+    it. So the command layer stays small: at most 2,000 lines in all and 150 in any one module."""
+    sizes = {path.relative_to(ROOT): len(path.read_text().splitlines()) for path in (ACT / "apps").rglob("*.py")}
+    large = {str(path): n for path, n in sizes.items() if n > APP_MOST_LINES}
+    assert not large, f"over {APP_MOST_LINES} lines in act/apps (move the workflow below act/apps): {large}"
+    assert sum(sizes.values()) <= APPS_MOST_LINES, f"act/apps holds {sum(sizes.values())} lines"
