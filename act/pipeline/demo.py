@@ -102,7 +102,9 @@ def train_within_budget(run: DemoRun, times: StageTimes) -> Trained | None:
     step = checkpoint_step(ckpt_dir / "last.ckpt")
     ckpt, ckpt_step = checkpoint_to_evaluate(ckpt_dir, run.demo.checkpoint, step)
     run.report(f"      step {step} in {minutes(elapsed)}; evaluating {ckpt}")
-    pace = training_pace(step - done, elapsed, plan.get("bare_step_s"))
+    loop_file = Path(s.out_dir) / "loop_times.json"  # LoopTimes' account of this run's part (issue 64)
+    loop = json.loads(loop_file.read_text()) if done < max_steps and loop_file.is_file() else None
+    pace = training_pace(step - done, elapsed, plan.get("bare_step_s"), loop=loop)
     return Trained(plan=plan, metrics=train_metrics, step=step, ckpt=ckpt, ckpt_step=ckpt_step, pace=pace)
 
 

@@ -54,6 +54,9 @@ def test_demo_runs_every_stage_then_resumes_without_repeating(monkeypatch, capsy
     assert pace["steps"] == 4 and pace["ms_per_step"] == pytest.approx(1000 * pace["seconds"] / 4)
     assert pace["overhead"] == pytest.approx(pace["ms_per_step"] / pace["bare_ms_per_step"]) and pace["overhead"] > 0
     assert "training pace: " in first and "x the bare step timed before training" in first
+    # Issue 64: where that time went, from the run's loop_times.json (4 steps: 3 intervals timed)
+    assert pace["loop"]["steps_timed"] == 3 and pace["loop_overhead"] > 0
+    assert "in the loop: a step's median" in first and "loading the data and building the run" in first
 
     # More steps: demos kept, training resumed from step 4, evaluation redone for the new checkpoint.
     second = run_demo(monkeypatch, capsys, *demo_overrides(tmp_path, "trainer.max_steps=6"))
