@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf
 
+from act.apps.adapters.overrides import plain
 from act.apps.adapters.training import policy_module
 from act.bench.train import TrainBench, Variant
 from act.bench.train_run import TrainBenchSettings, run_train_bench
@@ -32,19 +33,19 @@ def main(cfg: DictConfig) -> dict:
         inference_queries=int(cfg.inference_queries),
         seed=int(cfg.seed),
     )
-    policy = _plain(cfg.policy)
+    policy = plain(cfg.policy)
     settings = TrainBenchSettings(
         bench=bench,
         out_dir=cfg.out_dir,
         described={"task": cfg.task.name, "policy": policy["model"], "image_crop": policy.get("image_crop")},
-        channels_last=_plain(cfg.get("channels_last")) or [bool(cfg.policy.channels_last)],
+        channels_last=plain(cfg.get("channels_last")) or [bool(cfg.policy.channels_last)],
         device=cfg.device,
         threads=cfg.threads,
         precisions=list(cfg.precisions),
-        compile=_plain(cfg.get("compile")),
-        use_vae=_plain(cfg.get("use_vae")),
-        num_cameras=_plain(cfg.get("num_cameras")),
-        chunk_sizes=_plain(cfg.get("chunk_sizes")),
+        compile=plain(cfg.get("compile")),
+        use_vae=plain(cfg.get("use_vae")),
+        num_cameras=plain(cfg.get("num_cameras")),
+        chunk_sizes=plain(cfg.get("chunk_sizes")),
         emulated_bf16=bool(cfg.emulated_bf16),
         benchmark=cfg.trainer.get("benchmark"),
         deterministic=cfg.trainer.get("deterministic"),
@@ -61,8 +62,3 @@ def main(cfg: DictConfig) -> dict:
         return policy_module(policy, names, pretrained=False)
 
     return run_train_bench(settings, build, echo=print)
-
-
-def _plain(node):
-    """A config node as plain Python (lists, dicts), other values as they are."""
-    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node

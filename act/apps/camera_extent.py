@@ -10,9 +10,10 @@ and grippers keep to, the share an ``image_crop`` keeps and a crop around the bo
 
 from __future__ import annotations
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from act.apps.adapters.experts import expert_from_cfg
+from act.apps.adapters.overrides import plain
 from act.pipeline.camera_extent import CameraExtentSettings, measure_camera_extent
 
 
@@ -20,18 +21,13 @@ def main(cfg: DictConfig) -> dict:
     """Measure, print, write ``extent.json`` and one picture per camera; return what ``extent.json`` holds."""
     settings = CameraExtentSettings(
         task=cfg.task.name,
-        cameras=_plain(cfg.task.cameras),
-        image_size=_plain(cfg.task.image_size),
+        cameras=plain(cfg.task.cameras),
+        image_size=plain(cfg.task.image_size),
         expert=expert_from_cfg(cfg.expert),
         out_dir=cfg.out_dir,
         num_episodes=cfg.num_episodes,
         seed=cfg.seed,
         margin=cfg.margin,
-        image_crop=_plain(cfg.image_crop),
+        image_crop=plain(cfg.image_crop),
     )
     return measure_camera_extent(settings, echo=print)
-
-
-def _plain(node):
-    """A list setting as a plain list (its error messages show what was typed), other values as they are."""
-    return OmegaConf.to_container(node) if OmegaConf.is_config(node) else node

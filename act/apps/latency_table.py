@@ -5,8 +5,8 @@
 
 Every (mode, latency) cell of configs/latency_table.yaml is eval.py's evaluation (act/apps/adapters/evaluation.py)
 on the same held-out seeds, each mode a change to the policy's own execution (as it was trained to run:
-``act.runtime.execution.as_trained``; ``execution=<mode>`` on the command line replaces it). The cells, resumable,
-and ``table.md`` and ``table.json`` are ``act.pipeline.latency_sweep``'s.
+``act.runtime.execution.trained_execution``; ``execution=<mode>`` on the command line replaces it). The cells,
+resumable, and ``table.md`` and ``table.json`` are ``act.pipeline.latency_sweep``'s.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from act.apps.adapters.evaluation import build_spec, eval_config
 from act.apps.adapters.overrides import explicit_overrides, override_key
 from act.pipeline.latency_sweep import LatencySweepSettings, run_latency_sweep
-from act.runtime.execution import as_trained
-from act.runtime.predictors import recorded_execution
+from act.runtime.execution import trained_execution
 
 
 def main(cfg: DictConfig) -> list[dict]:
@@ -42,7 +41,7 @@ def trained_base(cfg: DictConfig) -> tuple[dict, str]:
     """The execution every mode starts from: the policy's recorded one over the config's, and where it came from."""
     configured = OmegaConf.to_container(cfg.execution, resolve=True)
     given = [override_key(o) for o in explicit_overrides()]
-    return as_trained(configured, recorded_execution(cfg.ckpt_path) if cfg.ckpt_path else None, given)
+    return trained_execution(configured, cfg.ckpt_path, given)
 
 
 def cell_config(cfg: DictConfig, mode: str, latency_ms: float, out: Path) -> DictConfig:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf
 
-from act.apps.adapters.overrides import explicit_overrides, override_key
+from act.apps.adapters.overrides import explicit_overrides, override_key, plain
 from act.runtime.realtime_run import RealtimeSettings, run_realtime
 from act.runtime.safety import SafetyLimits
 
@@ -40,14 +40,9 @@ def realtime_settings(cfg: DictConfig) -> RealtimeSettings:
         threads=cfg.threads,
         device=cfg.device,
         record_dir=cfg.record_dir,
-        faults=_plain(cfg.faults),
+        faults=plain(cfg.faults),
         faults_after=cfg.faults_after,
         aloha_driver=cfg.aloha.driver,
-        camera_map=_plain(cfg.aloha.camera_map),
+        camera_map=plain(cfg.aloha.camera_map),
         out_dir=cfg.out_dir,
     )
-
-
-def _plain(node):
-    """A config node as plain Python (a mapping a dict), other values as they are."""
-    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node

@@ -33,6 +33,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
+from act.common.errors import InputError
 from act.runtime.precision import device_type_of, probe_bf16, probe_key, resolve_precision, slowdown_text
 from act.training.timing import StepPhases, query_fn, random_batch, synchronize, time_calls, training_step_fn
 
@@ -65,6 +66,12 @@ class TrainBench:
     train_steps: int
     inference_queries: int
     seed: int
+
+    def __post_init__(self):
+        # inference_queries=0 once ended in an IndexError from an empty median's traceback
+        for name in ("batch_size", "train_steps", "inference_queries"):
+            if int(getattr(self, name)) <= 0:
+                raise InputError(f"{name} must be >= 1, got {getattr(self, name)}")
 
 
 class Variant(NamedTuple):

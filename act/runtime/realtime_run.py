@@ -1,10 +1,10 @@
 """A policy on a robot at 50 Hz in wall-clock time, as ``scripts/run_realtime.py`` runs it (configs/run_realtime.yaml).
 
 ``RealtimeSettings`` is checked before anything is loaded. ``run_realtime`` loads the policy as it was trained to run
-(its file's execution settings: ``act.runtime.execution.as_trained``), builds the robot (the sim of the policy's task,
-or ALOHA through ``aloha_driver``), wraps both in injected faults where ``faults`` asks, runs the episodes through the
-safety stage (``act.runtime.realtime.run_robot_episode``), records each where asked, and writes metrics.json and the
-report, also when the run stops early. See docs/deployment_safety.md.
+(its file's execution settings: ``act.runtime.execution.trained_execution``), builds the robot (the sim of the
+policy's task, or ALOHA through ``aloha_driver``), wraps both in injected faults where ``faults`` asks, runs the
+episodes through the safety stage (``act.runtime.realtime.run_robot_episode``), records each where asked, and writes
+metrics.json and the report, also when the run stops early. See docs/deployment_safety.md.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from act.common.errors import InputError, RunStopped
 from act.common.io import write_json
 from act.data.schema import episode_path
 from act.runtime.deployment import ROBOTS, check_record_dir, load_driver
-from act.runtime.execution import ExecutionConfig, as_trained
+from act.runtime.execution import ExecutionConfig, trained_execution
 from act.runtime.faults import FaultyNetwork, FaultyRobot, parse_faults
 from act.runtime.policy import ACTPolicy
-from act.runtime.predictors import load_predictor, policy_device, policy_path, recorded_execution
+from act.runtime.predictors import load_predictor, policy_device, policy_path
 from act.runtime.realtime import Inference, RealtimeResult, run_robot_episode, summarize_realtime
 from act.runtime.recording import EpisodeRecording
 from act.runtime.robot import AlohaRobot, SimRobot
@@ -37,7 +37,7 @@ from act.runtime.safety import SafetyLimits
 class RealtimeSettings:
     """The keys of configs/run_realtime.yaml (``aloha_driver`` and ``camera_map``: its ``aloha:`` block), checked
     before anything is loaded. ``execution``: the config's execution settings; ``given``: the keys the command line
-    set (``execution``, ``execution.<key>``), by which ``as_trained`` tells where the execution comes from.
+    set (``execution``, ``execution.<key>``), by which ``trained_execution`` tells where the execution comes from.
     ``faults`` becomes {name: rate} (``act.runtime.faults.parse_faults``)."""
 
     ckpt_path: str | Path | None
@@ -109,7 +109,7 @@ def _load_policy(settings: RealtimeSettings) -> tuple[ACTPolicy, str]:
     """The policy at ``ckpt_path`` on ``device``, run as it was trained to (its recorded execution over the
     config's, the command line's ``execution.<key>=`` on top; ``execution=<mode>`` replaces it), its network
     wrapped in the faults asked for; and where the execution came from."""
-    chosen, source = as_trained(settings.execution, recorded_execution(settings.ckpt_path), settings.given)
+    chosen, source = trained_execution(settings.execution, settings.ckpt_path, settings.given)
     execution = asdict(ExecutionConfig.from_cfg(chosen))
     device = policy_device(settings.ckpt_path, settings.device)
     precision = execution.pop("precision")

@@ -165,3 +165,10 @@ def test_the_latency_sweep_checks_every_mode_then_reads_finished_cells_back(tmp_
     table = (tmp_path / "table.md").read_text()
     assert lines[4] == table and "| sync | 0.80 (100%) | 0.40 (50%) |" in table and "seeds 100000-100001" in table
     assert json.loads((tmp_path / "table.json").read_text()) == rows
+
+
+@pytest.mark.parametrize("name", ["batch_size", "train_steps", "inference_queries"])
+def test_a_bench_that_would_time_nothing_is_one_line(name):
+    values = dict(batch_size=2, num_cameras=1, image_size=(64, 64), chunk_size=5, train_steps=2, inference_queries=2)
+    with pytest.raises(InputError, match=f"{name} must be >= 1, got 0"):
+        TrainBench(**{**values, name: 0}, seed=0)

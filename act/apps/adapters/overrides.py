@@ -61,3 +61,9 @@ def recipe_changes_of_this_run(cfg: DictConfig) -> list[str]:
         return []
     rest = [o for o in given if o not in changes]
     return changes_in_effect(changes, cfg, hydra.compose(config_name="demo", overrides=rest))  # scripts/demo.py's
+
+
+def plain(node):
+    """A config node as plain Python (lists, dicts; interpolations resolved), other values as they are: what a
+    settings dataclass takes, so that its error lines show what was typed."""
+    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
