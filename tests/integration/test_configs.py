@@ -48,7 +48,7 @@ def test_gpu_trainers_set_what_a_gpu_needs():
     assert instantiate(ddp.trainer.strategy.timeout) == timedelta(minutes=60)  # rank 0's rollouts fit in it
     assert isinstance(instantiate(ddp.trainer.strategy), DDPStrategy) and ddp.data.num_workers == "auto"
     assert paper.trainer.precision == "32-true" and not paper.data.cache_images  # fp32, as its comment says
-    assert quickstart.data.num_workers == 1  # an experiment's own setting wins over the trainer's
+    assert quickstart.data.num_workers == 0  # an experiment's own setting wins over the trainer's
 
 
 def test_clipping_a_fused_optimizer_under_16_mixed_is_refused_before_training():
