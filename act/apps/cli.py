@@ -104,7 +104,7 @@ def _job_started(cfg: Any = None) -> None:
         else:
             os.environ[FULL_ERROR] = user
     if cfg is not None and _entry.get("app"):
-        from act.apps.hydra_errors import unread_additions
+        from act.apps.adapters.overrides import unread_additions
 
         why = unread_additions(cfg)
         if why:

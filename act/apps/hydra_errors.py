@@ -3,10 +3,9 @@
 Hydra reports a mistyped override (``trainer.max_stepz=4``), an option a group lacks
 (``experiment=smok``) or an override that does not parse in several lines of its own, ending in
 "Set the environment variable HYDRA_FULL_ERROR=1", with exit status 1. ``hydra_error_line`` turns each into
-one line naming the key and the nearest valid name. ``unread_additions`` refuses a ``+key=...``
-that adds a top-level key the entry point's config does not have, which nothing would read
-(``run_realtime.py +task=insertion`` ran transfer cube: the policy's task comes from its checkpoint).
-Both compose the entry point's own config to know the valid names. See ``act.apps.cli.hydra_main``.
+one line naming the key and the nearest valid name, composing the entry point's own config to know the valid
+names. ``+key=...`` additions that nothing reads are refused by ``act.apps.adapters.overrides.unread_additions``.
+See ``act.apps.cli.hydra_main``.
 """
 
 from __future__ import annotations
@@ -60,6 +59,24 @@ def unknown_key(key: str, cfg: DictConfig | None, entry: str) -> str:
     return f"{key} is not a setting of {entry}" + (f"; {parent or entry} has: {shown}" if shown else "")
 
 
+# Blocks that hold another entry point's settings, only those the config sets: ``demo.eval`` is eval.py's
+# (docs/quickstart.md); a setting it leaves out is added with ``+``.
+OPEN_BLOCKS = {"demo.eval": "eval"}
+
+
+def unset_in_open_block(key: str, given: str | None, config_dir: Path) -> str | None:
+    """``demo.eval.num_episodes`` (a real eval.py setting the block does not set) as a line that says to add it
+    with ``+``; None for any other key. Before it, the line offered the nearest key the block sets
+    (``did you mean demo.eval.num_videos?``)."""
+    parent, _, name = key.rpartition(".")
+    if parent not in OPEN_BLOCKS or not (config_dir / f"{OPEN_BLOCKS[parent]}.yaml").is_file():
+        return None
+    if name not in _keys(OmegaConf.load(config_dir / f"{OPEN_BLOCKS[parent]}.yaml"), ""):
+        return None
+    example = f"+{given}" if given and "=" in given else f"+{key}=..."
+    return f"{key}: {parent} sets only some of {OPEN_BLOCKS[parent]}.py's settings, not this one; add it with {example}"
+
+
 def unknown_option(missing: str, options: list[str]) -> str:
     """``experiment=smok is not a config in configs/experiment/; did you mean experiment=smoke? (valid: ...)``."""
     group, _, option = missing.rpartition("/")
@@ -92,6 +109,10 @@ def hydra_error_line(err: Exception, config_dir: Path, config_name: str, overrid
     missing = getattr(err.__cause__, "full_key", None) or _overridden(str(err))
     if isinstance(err, ConfigCompositionException) and missing:
         others = [o for o in overrides if not o.lstrip("+~").split("=")[0].startswith(missing)]  # all but its own
+        given = next((o.lstrip("~") for o in overrides if o.lstrip("~").split("=")[0] == missing), None)
+        addition = unset_in_open_block(str(missing), given, config_dir)
+        if addition:
+            return addition
         cfg = compose_config(config_dir, config_name, others) or compose_config(config_dir, config_name, [])
         return unknown_key(str(missing), cfg, config_name)
     if isinstance(err, ValueError) and str(err).startswith("Config group override must be a string"):
@@ -117,29 +138,3 @@ def _overridden(message: str) -> str | None:
     """The key of Hydra's "Could not override 'task'. No match in the defaults list.", or None."""
     match = re.match(r"Could not override '([^']+)'", message)
     return match.group(1) if match else None
-
-
-def unread_additions(cfg: DictConfig) -> str | None:
-    """For a Hydra job: why a ``+``/``++`` override that adds a top-level key no config of this entry point
-    has cannot work (nothing reads it), or None. Composes the config without the additions to tell."""
-    from hydra import compose
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    job = HydraConfig.get().job
-    parsed = OverridesParser.create().parse_overrides(list(HydraConfig.get().overrides.task))
-    additions = [o for o in parsed if (o.is_add() or o.is_force_add()) and not o.key_or_group.startswith("hydra")]
-    if not additions:
-        return None
-    try:
-        base = compose(job.config_name, overrides=[o.input_line for o in parsed if o not in additions])
-    except Exception:  # noqa: BLE001 - cannot tell without it; Hydra composed the whole line, so let it run
-        return None
-    new = [str(key) for key in cfg if key not in base]
-    if not new:
-        return None
-    culprit = next((o for o in additions if o.key_or_group.split(".")[0] in new), additions[0])
-    added = new[0] if len(new) == 1 else "keys " + ", ".join(new)
-    match = nearest(new[0], [str(k) for k in base])
-    fix = f"did you mean {match}?" if match else f"its settings: {', '.join(sorted(str(k) for k in base))}"
-    return f"{culprit.input_line} adds {added}, which {job.name} does not read; {fix}"

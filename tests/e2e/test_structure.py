@@ -99,6 +99,17 @@ def composition_error(config_name: str, *overrides: str) -> str | None:
             "expert=true is not a config in configs/expert/ (valid: human_like, human_like_planted, scripted)",
         ),
         (
+            "demo",
+            ["demo.eval.num_episodes=200"],  # an eval.py setting the block leaves out: said to add it with +
+            "demo.eval.num_episodes: demo.eval sets only some of eval.py's settings, not this one; add it with "
+            "+demo.eval.num_episodes=200",
+        ),
+        (
+            "demo",
+            ["demo.eval.num_episodez=200"],
+            "demo.eval.num_episodez is not a setting of demo; did you mean demo.eval.num_videos?",
+        ),
+        (
             "eval",
             ["task=insertion2"],
             "task=insertion2 is not a config in configs/task/; did you mean task=insertion? "

@@ -1,10 +1,14 @@
 """What a command line overrides, read back from Hydra: the overrides given, the key each sets, and those that change
-a recipe (so that make demo quotes no learning curve measured on another recipe)."""
+a recipe (so that make demo quotes no learning curve measured on another recipe), and ``+key=...`` additions that
+nothing would read (``run_realtime.py +task=insertion`` ran transfer cube: the policy's task comes from its
+checkpoint)."""
 
 from __future__ import annotations
 
 import hydra
 from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from act.apps.hydra_errors import nearest
 
 
 def explicit_overrides() -> list[str]:
@@ -67,3 +71,29 @@ def plain(node):
     """A config node as plain Python (lists, dicts; interpolations resolved), other values as they are: what a
     settings dataclass takes, so that its error lines show what was typed."""
     return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+
+
+def unread_additions(cfg: DictConfig) -> str | None:
+    """For a Hydra job: why a ``+``/``++`` override that adds a top-level key no config of this entry point
+    has cannot work (nothing reads it), or None. Composes the config without the additions to tell."""
+    from hydra import compose
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    job = HydraConfig.get().job
+    parsed = OverridesParser.create().parse_overrides(list(HydraConfig.get().overrides.task))
+    additions = [o for o in parsed if (o.is_add() or o.is_force_add()) and not o.key_or_group.startswith("hydra")]
+    if not additions:
+        return None
+    try:
+        base = compose(job.config_name, overrides=[o.input_line for o in parsed if o not in additions])
+    except Exception:  # noqa: BLE001 - cannot tell without it; Hydra composed the whole line, so let it run
+        return None
+    new = [str(key) for key in cfg if key not in base]
+    if not new:
+        return None
+    culprit = next((o for o in additions if o.key_or_group.split(".")[0] in new), additions[0])
+    added = new[0] if len(new) == 1 else "keys " + ", ".join(new)
+    match = nearest(new[0], [str(k) for k in base])
+    fix = f"did you mean {match}?" if match else f"its settings: {', '.join(sorted(str(k) for k in base))}"
+    return f"{culprit.input_line} adds {added}, which {job.name} does not read; {fix}"
