@@ -253,7 +253,7 @@ PINNED_PLAN = [
     "        expected to finish in ~0 min 30 s (45 min 20 s since `make demo` started)",
     "        note: over this quickstart's 45-minute budget on this CPU (demo.steps_floor=2); docs/results.md gives "
     "the time and success per CPU class",
-    "        less than 0.73 success expected at 2 steps (the measured curve starts at 4500); 3 training seeds per "
+    "        less than 0.67 success expected at 2 steps (the measured curve starts at 3803); 3 training seeds per "
     "point, batch 16 on 2-core CPUs, docs/results/quickstart.md",
 ]
 PINNED_STAGES = [
